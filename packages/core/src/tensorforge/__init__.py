@@ -1,0 +1,33 @@
+"""tensorforge: a deep-learning compiler after TVM.
+
+Importing the package is cheap: ``te``, ``lower`` and ``build`` load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensorforge._version import __version__
+from tensorforge.errors import TensorforgeError
+from tensorforge.target import Target
+
+__all__ = ["Target", "TensorforgeError", "__version__", "build", "lower", "te"]
+
+_LAZY = {"te": ("tensorforge.te", None), "lower": ("tensorforge.driver", "lower"),
+         "build": ("tensorforge.driver", "build")}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'tensorforge' has no attribute {name!r}")
+    import importlib
+
+    module_name, attr = _LAZY[name]
+    module = importlib.import_module(module_name)
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,44 @@
+"""Registers the ``llvm`` target kind and CPU tags. Imports nothing heavy."""
+
+from __future__ import annotations
+
+from tensorforge.plugins import TargetTag, hookimpl
+from tensorforge.target import TargetKind, TargetOption
+
+LLVM = TargetKind(
+    name="llvm",
+    device_type="cpu",
+    options={
+        "mcpu": TargetOption(str, "generic", "LLVM CPU name, e.g. znver3, skylake-avx512"),
+        "mattr": TargetOption(str, "", "LLVM features, comma list like +avx2,+fma,-avx512f"),
+        "mtriple": TargetOption(str, "", "target triple; giving one turns off host detection"),
+        "num-threads": TargetOption(int, 0, "worker threads; 0 = the machine's physical cores"),
+        "opt-level": TargetOption(int, 3, "LLVM optimization level 0-3"),
+    },
+    build="tensorforge_llvm.codegen:build",
+    detect_host="tensorforge_llvm.host:detect_host",
+    keys=("cpu",),
+    description="CPUs through LLVM (x86-64, AArch64); unset options describe this machine",
+)
+
+_X86 = "-mtriple=x86_64-unknown-linux-gnu"
+_ARM = "-mtriple=aarch64-unknown-linux-gnu"
+TAGS = (
+    TargetTag("amd/zen3", f"llvm -mcpu=znver3 {_X86}", "AMD Zen 3 (EPYC 7003, Ryzen 5000)"),
+    TargetTag("amd/zen4", f"llvm -mcpu=znver4 {_X86}", "AMD Zen 4 (EPYC 9004, Ryzen 7000)"),
+    TargetTag("intel/skylake-avx512", f"llvm -mcpu=skylake-avx512 {_X86}", "Intel Xeon Skylake-SP"),
+    TargetTag("intel/icelake-server", f"llvm -mcpu=icelake-server {_X86}", "Intel Xeon Ice Lake-SP"),
+    TargetTag("arm/neoverse-n1", f"llvm -mcpu=neoverse-n1 {_ARM}", "Arm Neoverse N1 (Graviton2)"),
+    TargetTag("arm/neoverse-v1", f"llvm -mcpu=neoverse-v1 {_ARM}", "Arm Neoverse V1 (Graviton3)"),
+)
+
+
+@hookimpl
+def register_targets(register):
+    register(LLVM)
+
+
+@hookimpl
+def register_target_tags(register):
+    for tag in TAGS:
+        register(tag)

@@ -1,0 +1,24 @@
+"""Registers the ``opencl`` target kind. Imports nothing heavy (pyopencl loads on first use)."""
+
+from __future__ import annotations
+
+from tensorforge.plugins import hookimpl
+from tensorforge.target import TargetKind, TargetOption
+
+OPENCL = TargetKind(
+    name="opencl",
+    device_type="opencl",
+    options={
+        "platform": TargetOption(str, "", "OpenCL platform name substring; empty = first"),
+        "device": TargetOption(str, "", "OpenCL device name substring; empty = first"),
+        "max-threads-per-block": TargetOption(int, 256, "work-group size limit"),
+    },
+    build="tensorforge_opencl.codegen:build",
+    keys=("opencl", "gpu"),
+    description="OpenCL devices through pyopencl, e.g. the pocl CPU runtime (planned)",
+)
+
+
+@hookimpl
+def register_targets(register):
+    register(OPENCL)
