@@ -1,0 +1,3 @@
+"""The ACME accelerator plugin for tensorforge (an example)."""
+
+__version__ = "0.1.0"
