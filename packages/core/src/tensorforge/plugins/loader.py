@@ -37,7 +37,7 @@ def _norm(name: str) -> str:
 
 
 def _names(value: str) -> set[str]:
-    return {_norm(n) for n in value.split(",") if n.strip()}
+    return {_norm(n.strip()) for n in value.split(",") if n.strip()}
 
 
 def plugin_selection(env: Mapping[str, str] | None = None) -> tuple[set[str] | None, set[str]]:
