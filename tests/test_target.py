@@ -92,7 +92,8 @@ def test_known_kind_not_installed_says_what_to_install(fake, monkeypatch):
     import tensorforge.target.target as mod
 
     monkeypatch.setattr(mod, "_is_installed", lambda dist: False)
-    with pytest.raises(TargetError, match=r"pip install tensorforge-target-cuda .*tensorforge\[cuda\]"):
+    hint = r"pip install tensorforge-target-cuda .*tensorforge\[cuda\]"
+    with pytest.raises(TargetError, match=hint):
         Target.parse("cuda -arch=sm_90")
     with pytest.raises(TargetError, match="target tag 'nvidia/h200': .*tensorforge-target-cuda"):
         Target.parse("nvidia/h200")
@@ -117,7 +118,8 @@ def test_targets_are_immutable(fake):
         t.kind = None
 
 
-@given(threads=st.integers(0, 1 << 20), mcpu=st.from_regex(r"[a-z][a-z0-9_.+-]{0,12}", fullmatch=True),
+@given(threads=st.integers(0, 1 << 20),
+       mcpu=st.from_regex(r"[a-z][a-z0-9_.+-]{0,12}", fullmatch=True),
        fast=st.booleans(), scale=st.floats(allow_nan=False, allow_infinity=False))
 def test_round_trip(threads, mcpu, fast, scale):
     from tensorforge.plugins import use_registry

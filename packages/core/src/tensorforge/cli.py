@@ -59,8 +59,9 @@ def run_plugins(args: argparse.Namespace) -> int:
         for key, value in env.items():
             print(f"  {key}={value!r}")
         for p in sorted(plugins, key=lambda p: p.name):
-            dist = f"{p.distribution} {p.version or ''}".strip() if p.distribution else "(no distribution)"
-            print(f"\n{p.name:<12} {dist:<40} {p.status.upper() if p.status == 'failed' else p.status}")
+            dist = f"{p.distribution} {p.version or ''}".strip() if p.distribution else "-"
+            status = p.status.upper() if p.status == "failed" else p.status
+            print(f"\n{p.name:<12} {dist:<40} {status}")
             for table, names in p.registered.items():
                 print(_wrap(f"{table.replace('_', ' ')}: {', '.join(names)}"))
             lazy = [h for h in p.hooks if h in ("register_strategies", "register_intrinsics",

@@ -27,7 +27,7 @@ TAGS = (
     TargetTag("amd/zen3", f"llvm -mcpu=znver3 {_X86}", "AMD Zen 3 (EPYC 7003, Ryzen 5000)"),
     TargetTag("amd/zen4", f"llvm -mcpu=znver4 {_X86}", "AMD Zen 4 (EPYC 9004, Ryzen 7000)"),
     TargetTag("intel/skylake-avx512", f"llvm -mcpu=skylake-avx512 {_X86}", "Intel Xeon Skylake-SP"),
-    TargetTag("intel/icelake-server", f"llvm -mcpu=icelake-server {_X86}", "Intel Xeon Ice Lake-SP"),
+    TargetTag("intel/icelake-server", f"llvm -mcpu=icelake-server {_X86}", "Intel Ice Lake-SP"),
     TargetTag("arm/neoverse-n1", f"llvm -mcpu=neoverse-n1 {_ARM}", "Arm Neoverse N1 (Graviton2)"),
     TargetTag("arm/neoverse-v1", f"llvm -mcpu=neoverse-v1 {_ARM}", "Arm Neoverse V1 (Graviton3)"),
 )

@@ -45,7 +45,7 @@ def check_ref(ref: str, what: str) -> None:
 def check_name(name: str, what: str) -> None:
     """Raise ``ValueError`` unless ``name`` is a non-empty identifier-like name."""
     if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"{what} name must be a non-empty word (letters, digits, _./+-), got {name!r}")
+        raise ValueError(f"{what} name must be a word (letters, digits, _./+-), got {name!r}")
 
 
 def load_ref(ref: str) -> Any:
@@ -209,7 +209,8 @@ class Pass:
     def __post_init__(self) -> None:
         check_name(self.name, "pass")
         if self.stage not in PASS_STAGES:
-            raise ValueError(f"pass {self.name!r}: unknown stage {self.stage!r}; use one of {PASS_STAGES}")
+            raise ValueError(
+                f"pass {self.name!r}: unknown stage {self.stage!r}; use one of {PASS_STAGES}")
         check_ref(self.func, f"pass {self.name!r} func")
 
     def load_func(self) -> Any:

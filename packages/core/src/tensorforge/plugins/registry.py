@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType, ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import pluggy
 

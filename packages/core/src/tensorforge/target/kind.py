@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any
 
 from tensorforge.errors import TargetError
 from tensorforge.plugins.descriptors import check_name, check_ref, load_ref
@@ -27,7 +27,7 @@ class TargetOption:
 
     def __post_init__(self) -> None:
         if self.type not in _TYPES:
-            raise ValueError(f"target option type must be one of str/int/float/bool, got {self.type}")
+            raise ValueError(f"target option type must be str, int, float or bool: {self.type}")
         if self.default is not None and not isinstance(self.default, self.type):
             raise ValueError(f"default {self.default!r} is not a {self.type.__name__}")
 
@@ -91,7 +91,8 @@ class TargetKind:
         for opt_name, opt in self.options.items():
             check_name(opt_name, "target option")
             if not isinstance(opt, TargetOption):
-                raise ValueError(f"target kind {self.name!r}: option {opt_name!r} is not a TargetOption")
+                raise ValueError(
+                    f"target kind {self.name!r}: option {opt_name!r} is not a TargetOption")
         # Freeze the schema so a registered kind cannot change under other users.
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
         if not self.keys:

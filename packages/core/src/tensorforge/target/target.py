@@ -89,7 +89,8 @@ class Target:
             key = _option_name(kind, name)
             if not eq:
                 if kind.options[key].type is not bool:
-                    raise TargetError(f"in target {text!r}: option -{key} needs a value (-{key}=...)")
+                    raise TargetError(
+                        f"in target {text!r}: option -{key} needs a value (-{key}=...)")
                 value = "true"
             options[key] = value
         return cls(kind, options, tag=tag)
@@ -200,7 +201,7 @@ def _lookup_kind(name: str) -> TargetKind:
         dist = TARGET_DISTRIBUTIONS[kind_name][0]
         msg = f"unknown {what}: target kind {kind_name!r} comes from {dist}, "
         if _is_installed(dist):
-            msg += "which is installed but its plugin is not loaded (" + _why_not_loaded(dist) + ")."
+            msg += f"which is installed but its plugin is not loaded ({_why_not_loaded(dist)})."
         else:
             msg += f"which is not installed; {install_hint(TARGET_DISTRIBUTIONS[kind_name])}."
     else:

@@ -35,7 +35,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return "tensorforge: hermetic plugin registry (fixtures: plugins, installed_plugins, llvm_target)"
+    return "tensorforge: hermetic plugin registry (fixtures: plugins, installed_plugins, ...)"
 
 
 class PluginFixture:
