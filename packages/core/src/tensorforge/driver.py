@@ -1,0 +1,47 @@
+"""`lower` and `build`: from a schedule to loop IR, and from loop IR to a callable kernel."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .schedule import Schedule
+from .tir.stmt import PrimFunc
+
+
+def lower(
+    sch: Schedule | PrimFunc,
+    args: Sequence[Any] = (),
+    name: str = "main",
+    target: Any = None,
+    simple_mode: bool = False,
+) -> PrimFunc:
+    """Lower a schedule to optimized loop IR (print it to read the loops).
+
+    `simple_mode=True` stops after loop-nest generation (multi-dimensional buffers)."""
+    from .tir.lowering import schedule_to_primfunc
+    from .tir.transform.pipeline import default_passes, run_passes
+
+    func = sch if isinstance(sch, PrimFunc) else schedule_to_primfunc(sch, args, name)
+    if simple_mode:
+        return func
+    return run_passes(func, default_passes())
+
+
+def build(
+    sch: Schedule | PrimFunc | Sequence[PrimFunc],
+    args: Sequence[Any] = (),
+    target: Any = "llvm",
+    name: str = "main",
+) -> Any:
+    """Compile to a runtime module for `target`; call it with numpy arrays (outputs last)."""
+    from .target import Target
+
+    tgt = Target.coerce(target)
+    if isinstance(sch, (list, tuple)):
+        funcs = [lower(f) if f.attrs.get("lowered") is None else f for f in sch]
+    else:
+        funcs = [lower(sch, args, name)]
+    for f in funcs:
+        f.attrs["lowered"] = True
+    builder = tgt.kind.load_build()
+    return builder(funcs, tgt)

@@ -1,0 +1,65 @@
+"""The ground floor: scalar expression nodes, dtypes, buffers, visitors, structural equality."""
+
+from . import dtype
+from .buffer import Buffer
+from .construct import (
+    binary_args,
+    call,
+    cast,
+    const,
+    convert,
+    floordiv,
+    floormod,
+    if_then_else,
+    logical_and,
+    logical_not,
+    logical_or,
+    max_,
+    min_,
+    select,
+    truncdiv,
+    truncmod,
+)
+from .functor import ExprMutator, ExprVisitor, free_vars, post_order_collect, substitute, uses_var
+from .nodes import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    BinaryOp,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    CmpOp,
+    CommReducer,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    ProducerLoad,
+    Ramp,
+    Range,
+    Reduce,
+    Select,
+    SizeVar,
+    StringImm,
+    Sub,
+    Var,
+)
+from .structural import structural_equal, structural_hash
+
+__all__ = [name for name in dir() if not name.startswith("_")]

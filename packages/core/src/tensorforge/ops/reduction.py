@@ -1,0 +1,49 @@
+"""Reductions over any set of axes (sum, max, min, mean)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .. import te
+from ..expr import IntImm, const
+from ..te import Tensor
+
+
+def reduce(
+    a: Tensor, axes: Sequence[int] | None, kind: str = "sum", keepdims: bool = False,
+    name: str = "reduce",
+) -> Tensor:
+    n = len(a.shape)
+    axes = sorted({(x + n) % n for x in (axes if axes is not None else range(n))})
+    raxes = [te.reduce_axis((0, a.shape[d]), name=f"r{d}") for d in axes]
+    out_shape = []
+    for d in range(n):
+        if d in axes:
+            if keepdims:
+                out_shape.append(const(1))
+        else:
+            out_shape.append(a.shape[d])
+    reducer = {"sum": te.sum, "mean": te.sum, "max": te.max, "min": te.min}[kind]
+
+    def f(*i):  # type: ignore[no-untyped-def]
+        src = []
+        it = iter(i)
+        rit = iter(raxes)
+        for d in range(n):
+            if d in axes:
+                if keepdims:
+                    next(it)
+                src.append(next(rit))
+            else:
+                src.append(next(it))
+        return reducer(a[tuple(src)], axis=raxes)
+
+    out = te.compute(out_shape, f, name=name, tag="reduce")
+    if kind == "mean":
+        count = 1
+        for d in axes:
+            s = a.shape[d]
+            count *= s.value if isinstance(s, IntImm) else 1
+        out = te.compute(out.shape, lambda *i: out[i] / const(float(count), a.dtype),
+                         name=f"{name}_mean", tag="elemwise")
+    return out

@@ -1,0 +1,52 @@
+"""Tensor expressions, with TVM's names: placeholder, compute, reduce_axis, reducers, math.
+
+Compute is declared here; how it runs is decided by a schedule (`create_schedule`)."""
+
+from ..expr import floordiv, floormod, truncdiv, truncmod
+from ..schedule import create_schedule
+from .intrin import (
+    abs,
+    all,
+    any,
+    cast,
+    ceil,
+    const,
+    erf,
+    exp,
+    exp2,
+    floor,
+    fma,
+    if_then_else,
+    log,
+    log2,
+    max_expr,
+    min_expr,
+    pow,
+    power,
+    round,
+    rsqrt,
+    select,
+    sigmoid,
+    sqrt,
+    tanh,
+    trunc,
+)
+from .operation import (
+    argmax_reducer,
+    comm_reducer,
+    compute,
+    max,
+    max_value,
+    min,
+    min_value,
+    placeholder,
+    reduce_axis,
+    size_var,
+    sum,
+    thread_axis,
+    var,
+)
+from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
+from .tensor_intrin import TensorIntrin, decl_tensor_intrin
+
+__all__ = [name for name in dir() if not name.startswith("_")]

@@ -1,0 +1,107 @@
+"""Math intrinsics as `Call` nodes; target code generators map each name to hardware."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..expr import PrimExpr, convert
+from ..expr import construct as _c
+from ..expr import dtype as dt
+
+UNARY_MATH = (
+    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor", "ceil",
+    "round", "trunc",
+)
+
+
+def _unary(op: str) -> Any:
+    def f(x: Any) -> PrimExpr:
+        x = convert(x)
+        if not dt.is_float(x.dtype):
+            if op in ("floor", "ceil", "round", "trunc"):
+                return x
+            x = _c.cast("float32", x)
+        return _c.call(x.dtype, op, x)
+
+    f.__name__ = op
+    f.__doc__ = f"Elementwise {op}."
+    return f
+
+
+exp = _unary("exp")
+exp2 = _unary("exp2")
+log = _unary("log")
+log2 = _unary("log2")
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+tanh = _unary("tanh")
+sigmoid = _unary("sigmoid")
+erf = _unary("erf")
+floor = _unary("floor")
+ceil = _unary("ceil")
+round = _unary("round")  # noqa: A001
+trunc = _unary("trunc")
+
+
+def abs(x: Any) -> PrimExpr:  # noqa: A001
+    x = convert(x)
+    if dt.is_uint(x.dtype) or dt.is_bool(x.dtype):
+        return x
+    return _c.call(x.dtype, "abs", x)
+
+
+def pow(x: Any, y: Any) -> PrimExpr:  # noqa: A001
+    x, y = _c.binary_args(x, y)
+    if not dt.is_float(x.dtype):
+        x, y = _c.cast("float32", x), _c.cast("float32", y)
+    return _c.call(x.dtype, "pow", x, y)
+
+
+def fma(a: Any, b: Any, c: Any) -> PrimExpr:
+    a, b = _c.binary_args(a, b)
+    a, c = _c.binary_args(a, c)
+    return _c.call(a.dtype, "fma", a, b, c)
+
+
+def power(x: Any, y: Any) -> PrimExpr:
+    return pow(x, y)
+
+
+def if_then_else(cond: Any, t: Any, f: Any) -> PrimExpr:
+    """`t` if `cond` else `f`, evaluating only the taken side (safe for padded reads)."""
+    return _c.if_then_else(cond, t, f)
+
+
+def select(cond: Any, t: Any, f: Any) -> PrimExpr:
+    """Both sides evaluated (vectorizes well); prefer if_then_else when a side may be unsafe."""
+    return _c.select(cond, t, f)
+
+
+def const(value: Any, dtype: str | None = None) -> PrimExpr:
+    return _c.const(value, dtype)
+
+
+def cast(x: Any, dtype: str) -> PrimExpr:
+    return _c.cast(dtype, x)
+
+
+def max_expr(a: Any, b: Any) -> PrimExpr:
+    return _c.max_(a, b)
+
+
+def min_expr(a: Any, b: Any) -> PrimExpr:
+    return _c.min_(a, b)
+
+
+def all(*conds: Any) -> PrimExpr:  # noqa: A001
+    out = _c.const(True)
+    for c in conds:
+        out = _c.logical_and(out, c)
+    return out
+
+
+def any(*conds: Any) -> PrimExpr:  # noqa: A001
+    out = _c.const(False)
+    for c in conds:
+        out = _c.logical_or(out, c)
+    return out

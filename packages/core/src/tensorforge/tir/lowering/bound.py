@@ -1,0 +1,205 @@
+"""Bound inference: the range of every iteration variable of every stage.
+
+Root stages iterate their whole domain. A stage attached with `compute_at` iterates only the
+region its consumers read inside the attach loop: consumer loops outside the attach point are
+fixed (they stay symbolic in the region), the loops inside it are relaxed to their full range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...arith import Analyzer, IntervalSet, eval_interval
+from ...expr import (
+    EQ,
+    LT,
+    ExprVisitor,
+    IntImm,
+    PrimExpr,
+    ProducerLoad,
+    Range,
+    Var,
+    const,
+)
+from ...expr import construct as _c
+from ...schedule import Fuse, Schedule, ScheduleError, Split, Stage
+from ...schedule.relations import Rebase
+from ...te.tensor import ComputeOp, IterVar, Tensor
+
+
+@dataclass
+class StageBounds:
+    """Ranges of a stage's iteration variables, and each leaf-to-root value expression."""
+
+    ranges: dict[IterVar, Range] = field(default_factory=dict)
+    # the value of each root iter var as an expression of the leaf loop variables
+    root_value: dict[IterVar, PrimExpr] = field(default_factory=dict)
+    # predicates needed because splits do not divide or regions overhang the domain
+    predicates: list[PrimExpr] = field(default_factory=list)
+
+
+def _ceildiv(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    return _c.floordiv(_c.add(a, _c.sub(b, 1)), b)
+
+
+def _root_axes(stage: Stage) -> list[IterVar]:
+    op = stage.op
+    return list(getattr(op, "axis", ())) + list(getattr(op, "reduce_axis", ()))
+
+
+def propagate_ranges(stage: Stage, sb: StageBounds, ana: Analyzer) -> None:
+    """Fill ranges of derived iter vars from root ranges, then leaf->root value expressions."""
+    r = sb.ranges
+    for rel in stage.relations:
+        if isinstance(rel, Split):
+            ext = r[rel.parent].extent
+            if rel.factor is not None:
+                r[rel.inner] = Range(const(0), rel.factor)
+                r[rel.outer] = Range(const(0), ana.simplify(_ceildiv(ext, rel.factor)))
+            else:
+                assert rel.nparts is not None
+                r[rel.outer] = Range(const(0), rel.nparts)
+                r[rel.inner] = Range(const(0), ana.simplify(_ceildiv(ext, rel.nparts)))
+        elif isinstance(rel, Fuse):
+            r[rel.fused] = Range(const(0), ana.simplify(r[rel.outer].extent * r[rel.inner].extent))
+        elif isinstance(rel, Rebase):
+            r[rel.rebased] = Range(const(0), r[rel.parent].extent)
+    for iv in stage.leaf_iter_vars:
+        ana.bind(iv.var, Range(const(0), r[iv].extent))
+    # leaf -> root values, walking relations backwards. Values are offsets from range min.
+    value: dict[IterVar, PrimExpr] = {iv: iv.var for iv in stage.leaf_iter_vars}
+    preds: list[PrimExpr] = []
+    for rel in reversed(stage.relations):
+        if isinstance(rel, Split):
+            inner_ext = r[rel.inner].extent
+            value[rel.parent] = _c.add(_c.mul(value[rel.outer], inner_ext), value[rel.inner])
+            total = ana.simplify(r[rel.outer].extent * inner_ext)
+            ext = r[rel.parent].extent
+            if not ana.can_prove(_c.cmp(EQ, total, ext)):
+                preds.append(_c.cmp(LT, value[rel.parent], ext))
+        elif isinstance(rel, Fuse):
+            ie = r[rel.inner].extent
+            value[rel.outer] = _c.floordiv(value[rel.fused], ie)
+            value[rel.inner] = _c.floormod(value[rel.fused], ie)
+        elif isinstance(rel, Rebase):
+            value[rel.parent] = value[rel.rebased]
+    for iv in _root_axes(stage):
+        off = value.get(iv)
+        if off is None:  # an axis never reached from the leaves (should not happen)
+            off = const(0)
+        sb.root_value[iv] = ana.simplify(_c.add(r[iv].min, off))
+    sb.predicates = preds
+
+
+class _Loads(ExprVisitor):
+    def __init__(self, targets: set[Tensor]):
+        self.targets = targets
+        self.loads: list[ProducerLoad] = []
+
+    def visit_ProducerLoad(self, e: ProducerLoad) -> None:
+        if e.producer in self.targets:
+            self.loads.append(e)
+        self.generic_visit(e)
+
+
+def infer_bounds(sch: Schedule, bodies: dict[Stage, tuple[PrimExpr, ...]],
+                 ana: Analyzer) -> dict[Stage, StageBounds]:
+    """Ranges for all stages; `bodies` are op bodies with inline stages already expanded."""
+    result: dict[Stage, StageBounds] = {}
+    for st in reversed(sch.stages):
+        if st.attach_type == "inline":
+            continue
+        sb = StageBounds()
+        if st.attach_type == "scope":
+            region = _needed_region(sch, st, bodies, result, ana)
+            for iv, rng in zip(st.op.axis, region):  # type: ignore[attr-defined]
+                sb.ranges[iv] = rng
+        else:
+            for iv in getattr(st.op, "axis", ()):
+                sb.ranges[iv] = iv.dom
+        for iv in getattr(st.op, "reduce_axis", ()):
+            sb.ranges[iv] = iv.dom
+        propagate_ranges(st, sb, ana)
+        if st.attach_type == "scope":
+            for iv in st.op.axis:  # type: ignore[attr-defined]
+                v = sb.root_value[iv]
+                ext = iv.dom.extent
+                if not ana.can_prove(v >= 0):
+                    sb.predicates.append(v >= 0)
+                if not ana.can_prove(v < ext):
+                    sb.predicates.append(v < ext)
+        result[st] = sb
+    return result
+
+
+def _leaf_extent_set(sb: StageBounds, iv: IterVar) -> IntervalSet:
+    # leaf loops run from 0; the range min is folded into the root value
+    return IntervalSet(const(0), _c.sub(sb.ranges[iv].extent, 1))
+
+
+def _needed_region(sch: Schedule, st: Stage, bodies: dict[Stage, tuple[PrimExpr, ...]],
+                   done: dict[Stage, StageBounds], ana: Analyzer) -> list[Range]:
+    parent, ivar = st.attach_stage, st.attach_ivar
+    assert parent is not None and ivar is not None
+    outs = {st.op.output(i) for i in range(st.op.num_outputs)}
+    lo: list[PrimExpr | None] = [None] * len(st.op.output(0).shape)
+    hi: list[PrimExpr | None] = [None] * len(lo)
+    for reader in sch.stages:
+        if reader.attach_type == "inline" or reader not in bodies:
+            continue
+        finder = _Loads(outs)
+        for b in bodies[reader]:
+            finder.visit(b)
+        if not finder.loads:
+            continue
+        if reader is parent:
+            pos = parent.leaf_iter_vars.index(ivar)
+            relaxed = parent.leaf_iter_vars[pos + 1 :]
+        elif reader.attach_type == "scope" and reader.attach_stage is parent and (
+            parent.leaf_iter_vars.index(reader.attach_ivar)  # type: ignore[arg-type]
+            >= parent.leaf_iter_vars.index(ivar)
+        ):
+            relaxed = list(reader.leaf_iter_vars)
+            pos = parent.leaf_iter_vars.index(ivar)
+            relaxed += parent.leaf_iter_vars[pos + 1 : parent.leaf_iter_vars.index(
+                reader.attach_ivar) + 1]  # type: ignore[arg-type]
+        else:
+            raise ScheduleError(
+                f"compute_at: stage {st.name} is attached at {parent.name}.{ivar.name} but is "
+                f"also read by stage {reader.name} outside that loop; compute it at root or "
+                f"inline it"
+            )
+        rb = done[reader]
+        pb = done[parent]
+        leaf_dom: dict[Var, IntervalSet] = {}
+        for iv in relaxed:
+            owner = rb if iv in rb.ranges else pb
+            leaf_dom[iv.var] = _leaf_extent_set(owner, iv)
+        root_dom: dict[Var, IntervalSet] = {}
+        for iv, val in rb.root_value.items():
+            root_dom[iv.var] = eval_interval(val, leaf_dom)
+        for load in finder.loads:
+            for d, idx in enumerate(load.indices):
+                s = eval_interval(idx, root_dom)
+                if s.min_value is None or s.max_value is None:
+                    raise ScheduleError(
+                        f"compute_at: cannot bound the region of {st.name} read by "
+                        f"{reader.name} at dimension {d} (index {idx})"
+                    )
+                lo[d] = s.min_value if lo[d] is None else _c.min_(lo[d], s.min_value)
+                hi[d] = s.max_value if hi[d] is None else _c.max_(hi[d], s.max_value)
+    out: list[Range] = []
+    shape = st.op.output(0).shape
+    for d in range(len(lo)):
+        if lo[d] is None:
+            out.append(Range(const(0), shape[d]))
+            continue
+        mn = ana.simplify(lo[d])
+        ext = ana.simplify(_c.add(_c.sub(hi[d], mn), 1))
+        if not isinstance(ext, IntImm):
+            bound = ana.const_int_bound(ext)
+            mx = bound.max_value
+            if isinstance(mx, int) and abs(mx) < 2**40:
+                ext = const(int(mx))
+        out.append(Range(mn, ext))
+    return out

@@ -1,0 +1,272 @@
+"""Loop-nest generation: every stage becomes loops over its leaf axes around a store, attached
+stages are spliced into their consumer's loop, and intermediate tensors get buffers."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...arith import Analyzer
+from ...expr import (
+    Buffer,
+    BufferLoad,
+    ExprMutator,
+    IntImm,
+    PrimExpr,
+    ProducerLoad,
+    Reduce,
+    Var,
+    const,
+    substitute,
+    uses_var,
+)
+from ...expr import construct as _c
+from ...schedule import Schedule, ScheduleError, Stage
+from ...te.tensor import REDUCE, ComputeOp, IterVar, PlaceholderOp, Tensor
+from ..stmt import (
+    Allocate,
+    AttrStmt,
+    BufferStore,
+    For,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    Stmt,
+    seq,
+)
+from .bound import StageBounds, infer_bounds
+
+_FOR_KIND = {"vectorize": "vectorized", "unroll": "unrolled", "parallel": "parallel",
+             "bind": "thread_binding"}
+
+
+class _InlineExpander(ExprMutator):
+    """Replace reads of inlined tensors by their (already expanded) bodies."""
+
+    def __init__(self, inlined: dict[Tensor, tuple[list[Var], PrimExpr]]):
+        self.inlined = inlined
+
+    def visit_ProducerLoad(self, e: ProducerLoad) -> PrimExpr:
+        idx = tuple(self.visit(i) for i in e.indices)
+        hit = self.inlined.get(e.producer)
+        if hit is None:
+            if all(a is b for a, b in zip(idx, e.indices)):
+                return e
+            return ProducerLoad(e.producer, idx)
+        params, body = hit
+        return substitute(body, dict(zip(params, idx)))
+
+
+def expand_inline(sch: Schedule) -> dict[Stage, tuple[PrimExpr, ...]]:
+    inlined: dict[Tensor, tuple[list[Var], PrimExpr]] = {}
+    bodies: dict[Stage, tuple[PrimExpr, ...]] = {}
+    mut = _InlineExpander(inlined)
+    for st in sch.stages:
+        op = st.op
+        if not isinstance(op, ComputeOp):
+            continue
+        b = tuple(mut.visit(x) for x in op.body) if inlined else op.body
+        if st.attach_type == "inline":
+            for i, x in enumerate(b):
+                inlined[op.output(i)] = ([iv.var for iv in op.axis], x)
+        else:
+            bodies[st] = b
+    return bodies
+
+
+class _LoadsToBuffers(ExprMutator):
+    def __init__(self, lowering: _Lowering):
+        self.lw = lowering
+
+    def visit_ProducerLoad(self, e: ProducerLoad) -> PrimExpr:
+        idx = [self.visit(i) for i in e.indices]
+        t = e.producer
+        buf = self.lw.buffer_of(t)
+        mins = self.lw.region_min.get(t)
+        if mins is not None:
+            idx = [_c.sub(i, m) for i, m in zip(idx, mins)]
+        return BufferLoad(buf, tuple(self.lw.ana.simplify(i) for i in idx))
+
+
+class _Lowering:
+    def __init__(self, sch: Schedule, args: Sequence[Any], name: str):
+        self.sch = sch
+        self.name = name
+        self.ana = Analyzer()
+        self.args = [sch.current(a) if isinstance(a, Tensor) else a for a in args]
+        self.buffers: dict[Tensor, Buffer] = {}
+        self.region_min: dict[Tensor, list[PrimExpr]] = {}
+        self.params: list[Buffer | Var] = []
+        for a in self.args:
+            if isinstance(a, Tensor):
+                if a in self.buffers:
+                    raise ScheduleError(f"lower: tensor {a.name} appears twice in the arguments")
+                buf = Buffer(a.name, a.shape, a.dtype)
+                self.buffers[a] = buf
+                self.params.append(buf)
+            elif isinstance(a, Buffer):
+                self.params.append(a)
+            elif isinstance(a, Var):
+                self.params.append(a)
+            else:
+                raise TypeError(f"lower: argument {a!r} is not a tensor, buffer or variable")
+        self.bodies = expand_inline(sch)
+        self.bounds: dict[Stage, StageBounds] = infer_bounds(sch, self.bodies, self.ana)
+        self.attached: dict[tuple[int, int], list[Stage]] = {}
+        for st in sch.stages:
+            if st.attach_type == "scope":
+                key = (id(st.attach_stage), id(st.attach_ivar))
+                self.attached.setdefault(key, []).append(st)
+        self._check_inputs()
+        # declare every buffer first: consumers' loads need producers' region offsets
+        self.allocs: dict[Stage, list[Buffer]] = {}
+        for st in sch.stages:
+            if isinstance(st.op, ComputeOp) and st.attach_type != "inline":
+                self.allocs[st] = self._declare(st)
+
+    def _check_inputs(self) -> None:
+        missing = []
+        for st in self.sch.stages:
+            if isinstance(st.op, PlaceholderOp) and st.op.output(0) not in self.buffers:
+                used = any(st.op.output(0) in s.op.input_tensors for s in self.sch.stages)
+                if used:
+                    missing.append(st.op.name)
+        if missing:
+            raise ScheduleError(
+                f"lower: input placeholder(s) {', '.join(missing)} are read but not in the "
+                "argument list; pass every input and output tensor in args"
+            )
+
+    def buffer_of(self, t: Tensor) -> Buffer:
+        buf = self.buffers.get(t)
+        if buf is None:
+            raise ScheduleError(f"lower: no buffer for tensor {t.name} (internal error)")
+        return buf
+
+    # buffers for intermediate stages ---------------------------------------------------
+    def _declare(self, st: Stage) -> list[Buffer]:
+        """Buffers a non-argument stage needs; returns those to allocate."""
+        op = st.op
+        sb = self.bounds[st]
+        allocs = []
+        for i in range(op.num_outputs):
+            t = op.output(i)
+            if st.attach_type == "scope":
+                self.region_min[t] = [sb.ranges[iv].min for iv in op.axis]
+                shape = [sb.ranges[iv].extent for iv in op.axis]
+            else:
+                shape = list(t.shape)
+            if t in self.buffers:
+                if st.attach_type == "scope":
+                    raise ScheduleError(
+                        f"lower: {t.name} is an argument but attached with compute_at; "
+                        "arguments must be computed at root"
+                    )
+                continue
+            scope = st.scope or "global"
+            buf = Buffer(t.name, shape, t.dtype, scope)
+            self.buffers[t] = buf
+            allocs.append(buf)
+        return allocs
+
+    # nests -------------------------------------------------------------------------------
+    def stage_nest(self, st: Stage) -> Stmt:
+        op = st.op
+        assert isinstance(op, ComputeOp)
+        sb = self.bounds[st]
+        vmap = {iv.var: sb.root_value[iv] for iv in sb.root_value}
+        loads = _LoadsToBuffers(self)
+        bodies = [loads.visit(substitute(b, vmap)) for b in self.bodies[st]]
+        out_idx = []
+        for iv in op.axis:
+            v = _c.sub(sb.root_value[iv], sb.ranges[iv].min)
+            out_idx.append(self.ana.simplify(v))
+        out_idx_t = tuple(out_idx)
+        outs = [self.buffer_of(op.output(i)) for i in range(op.num_outputs)]
+        leaves = st.leaf_iter_vars
+        if not op.reduce_axis:
+            store = seq(*[BufferStore(b, v, out_idx_t) for b, v in zip(outs, bodies)])
+            store = self._guard(store, sb.predicates)
+            return self._loops(st, leaves, store)
+        reduce_leaf = {iv.var for iv in leaves if iv.kind == REDUCE}
+        p = next(i for i, iv in enumerate(leaves) if iv.kind == REDUCE)
+        red: Reduce = bodies[0]  # type: ignore[assignment]
+        init_vals = red.init if red.init else red.combiner.identity
+        dp_preds = [c for c in sb.predicates if not uses_var(c, lambda v: v in reduce_leaf)]
+        init = seq(*[BufferStore(b, v, out_idx_t) for b, v in zip(outs, init_vals)])
+        init = self._guard(init, dp_preds)
+        init_nest = self._loops(st, [iv for iv in leaves[p:] if iv.kind != REDUCE], init,
+                                attach=False)
+        olds = tuple(BufferLoad(b, out_idx_t) for b in outs)
+        new = red.combiner.combine(olds, red.source)
+        if len(outs) == 1:
+            update: Stmt = BufferStore(outs[0], new[0], out_idx_t)
+        else:
+            tmps = [Var(f"{b.name}_v{i}", b.dtype) for i, b in enumerate(outs)]
+            update = seq(*[BufferStore(b, t, out_idx_t) for b, t in zip(outs, tmps)])
+            for t, v in reversed(list(zip(tmps, new))):
+                update = LetStmt(t, v, update)
+        cond = red.condition
+        if not (isinstance(cond, IntImm) and cond.value):
+            update = IfThenElse(cond, update)
+        update = self._guard(update, sb.predicates)
+        update_nest = self._loops(st, leaves[p:], update)
+        return self._loops(st, leaves[:p], seq(init_nest, update_nest))
+
+    def _guard(self, stmt: Stmt, preds: list[PrimExpr]) -> Stmt:
+        if not preds:
+            return stmt
+        cond = preds[0]
+        for c in preds[1:]:
+            cond = _c.logical_and(cond, c)
+        return IfThenElse(_c.call("bool", "likely", cond), stmt)
+
+    def _loops(self, st: Stage, leaves: Sequence[IterVar], body: Stmt, attach: bool = True) -> Stmt:
+        sb = self.bounds[st]
+        for iv in reversed(leaves):
+            if attach:
+                body = self._splice(st, iv, body)
+            attr = st.iter_var_attrs.get(iv)
+            kind = _FOR_KIND.get(attr.kind, "serial") if attr else "serial"
+            tag = ""
+            if attr is not None and attr.kind == "bind":
+                tag = attr.bind_thread.thread_tag  # type: ignore[union-attr]
+            if attr is not None and attr.kind == "tensorize":
+                raise ScheduleError(
+                    f"tensorize on stage {st.name}, axis {iv.name}: tensorization is not "
+                    "lowered yet"
+                )
+            ext = sb.ranges[iv].extent
+            body = For(iv.var, const(0), ext, kind, body, tag)
+            if attr is not None:
+                for key, val in reversed(attr.pragmas):
+                    body = AttrStmt(iv.var, f"pragma_{key}", val, body)
+        return body
+
+    def _splice(self, st: Stage, iv: IterVar, inner: Stmt) -> Stmt:
+        stages = self.attached.get((id(st), id(iv)))
+        if not stages:
+            return inner
+        allocs: list[Buffer] = []
+        nests = []
+        for a in stages:
+            allocs += self.allocs[a]
+            nests.append(self.stage_nest(a))
+        body = seq(*nests, inner)
+        for b in reversed(allocs):
+            body = Allocate(b, body)
+        return body
+
+    def run(self) -> PrimFunc:
+        roots = [s for s in self.sch.stages
+                 if isinstance(s.op, ComputeOp) and s.attach_type == "root"]
+        allocs = [b for st in roots for b in self.allocs[st]]
+        nests = [self.stage_nest(st) for st in roots]
+        body = seq(*nests)
+        for b in reversed(allocs):
+            body = Allocate(b, body)
+        return PrimFunc(self.name, tuple(self.params), body, {"global_symbol": self.name})
+
+
+def schedule_to_primfunc(sch: Schedule, args: Sequence[Any], name: str = "main") -> PrimFunc:
+    """Lower a schedule to a PrimFunc with multi-dimensional buffers (before flattening)."""
+    return _Lowering(sch, args, name).run()

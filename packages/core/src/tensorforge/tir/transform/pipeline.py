@@ -1,0 +1,92 @@
+"""The loop-IR pass pipeline: named passes in order, with switches to print the IR before or
+after any pass (`PassContext(print_ir_after={"vectorize"})`, or the environment variables
+`TENSORFORGE_PRINT_IR_AFTER` / `TENSORFORGE_PRINT_IR_BEFORE` = comma list or "all") and to
+disable passes (`disabled={"loop_partition"}`)."""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, TextIO
+
+from ..stmt import PrimFunc
+
+Pass = Callable[[PrimFunc], PrimFunc]
+
+
+@dataclass
+class PassContext:
+    print_ir_before: set[str] = field(default_factory=set)
+    print_ir_after: set[str] = field(default_factory=set)
+    disabled: set[str] = field(default_factory=set)
+    stream: TextIO | None = None
+
+    def __enter__(self) -> PassContext:
+        self._token = _CTX.set(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _CTX.reset(self._token)
+
+    @staticmethod
+    def current() -> PassContext:
+        ctx = _CTX.get()
+        if ctx is not None:
+            return ctx
+        return PassContext(
+            _env_set("TENSORFORGE_PRINT_IR_BEFORE"),
+            _env_set("TENSORFORGE_PRINT_IR_AFTER"),
+            _env_set("TENSORFORGE_DISABLE_PASSES"),
+        )
+
+
+def _env_set(name: str) -> set[str]:
+    v = os.environ.get(name, "")
+    return {x.strip() for x in v.split(",") if x.strip()}
+
+
+_CTX: contextvars.ContextVar[PassContext | None] = contextvars.ContextVar(
+    "tensorforge_pass_context", default=None
+)
+
+
+def _wants(names: set[str], name: str) -> bool:
+    return "all" in names or name in names
+
+
+def run_passes(func: PrimFunc, passes: Iterable[tuple[str, Pass]]) -> PrimFunc:
+    ctx = PassContext.current()
+    out = ctx.stream or sys.stdout
+    for name, fn in passes:
+        if name in ctx.disabled:
+            continue
+        if _wants(ctx.print_ir_before, name):
+            print(f"# IR before {name}\n{func}\n", file=out)
+        func = fn(func)
+        if _wants(ctx.print_ir_after, name):
+            print(f"# IR after {name}\n{func}\n", file=out)
+    return func
+
+
+def default_passes() -> list[tuple[str, Pass]]:
+    """The CPU lowering pipeline, in order."""
+    from .remove_noop import remove_noop
+    from .simplify import simplify
+    from .storage_flatten import storage_flatten
+    from .unroll import unroll
+    from .vectorize import vectorize
+
+    return [
+        ("storage_flatten", storage_flatten),
+        ("simplify", simplify),
+        ("vectorize", vectorize),
+        ("unroll", unroll),
+        ("simplify_after_unroll", simplify),
+        ("remove_noop", remove_noop),
+    ]
+
+
+PASS_NAMES = ("storage_flatten", "simplify", "vectorize", "unroll", "simplify_after_unroll",
+              "remove_noop")
