@@ -120,7 +120,11 @@ def emit_store(em: ExprEmitter, buffer: Any, ptr: ir.Value, idx: PrimExpr,
     if dt.lanes(value_dtype) == 1:
         value = em.splat(value, lanes)
     if _is_contiguous(idx):
-        b.store(value, b.gep(ptr, [em.index(idx.base)], source_etype=etype), align=align)
+        addr = b.gep(ptr, [em.index(idx.base)], source_etype=etype)
+        if not getattr(addr.type, "is_opaque", True):
+            # allocas are typed pointers in llvmlite; a vector store needs a vector pointer
+            addr = b.bitcast(addr, value.type.as_pointer())
+        b.store(value, addr, align=align)
         return
     addrs = _lane_addresses(em, etype, ptr, idx)
     for a, v in zip(addrs, em.lanes_of(value)):

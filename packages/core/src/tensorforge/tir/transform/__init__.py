@@ -1,0 +1,1 @@
+"""Loop-IR passes; the ordered pipeline lives in `pipeline.py`."""
