@@ -1,13 +1,15 @@
 """The example third-party plugin is discovered from its installed wheel, and uninstalling
-it removes it. Builds the wheel, installs it into a throw-away venv that sees the installed
-tensorforge (``--system-site-packages``), runs ``tforge plugins --json`` and the vendor's own
-tests there, uninstalls, and checks again."""
+it removes it. Builds the wheel, installs it into a throw-away venv that also sees this
+interpreter's packages (so the installed tensorforge), runs ``tforge plugins --json`` and the
+vendor's own tests there, uninstalls, and checks again."""
 
 import json
 import shutil
+import site
 import subprocess
 import sys
 import venv
+from pathlib import Path
 
 import pytest
 
@@ -29,8 +31,13 @@ def test_vendor_plugin_wheel_install_and_uninstall(repo_root, tmp_path, tforge):
     (wheel,) = (tmp_path / "wheels").glob("acme_tensorforge-0.1.0-*.whl")
 
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(system_site_packages=True, with_pip=True).create(env_dir)
+    venv.EnvBuilder(with_pip=True).create(env_dir)
     python = str(env_dir / "bin" / "python")
+    # Like --system-site-packages, but for whatever environment runs the tests (a venv too):
+    # the new venv's own site-packages come first, then ours (with their .pth files).
+    purelib = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+    lines = [f"import site; site.addsitedir({p!r})" for p in site.getsitepackages()]
+    (Path(purelib.stdout.strip()) / "_outer_env.pth").write_text("\n".join(lines) + "\n")
     pip = [python, "-m", "pip", "--disable-pip-version-check", "-q"]
     _run(*pip, "install", "--no-deps", "--no-index", str(wheel))
 
