@@ -72,6 +72,7 @@ def run_passes(func: PrimFunc, passes: Iterable[tuple[str, Pass]]) -> PrimFunc:
 
 def default_passes() -> list[tuple[str, Pass]]:
     """The CPU lowering pipeline, in order."""
+    from .loop_partition import loop_partition
     from .remove_noop import remove_noop
     from .simplify import simplify
     from .storage_flatten import storage_flatten
@@ -81,6 +82,8 @@ def default_passes() -> list[tuple[str, Pass]]:
     return [
         ("storage_flatten", storage_flatten),
         ("simplify", simplify),
+        ("loop_partition", loop_partition),
+        ("simplify_after_partition", simplify),
         ("vectorize", vectorize),
         ("unroll", unroll),
         ("simplify_after_unroll", simplify),
@@ -88,5 +91,6 @@ def default_passes() -> list[tuple[str, Pass]]:
     ]
 
 
-PASS_NAMES = ("storage_flatten", "simplify", "vectorize", "unroll", "simplify_after_unroll",
+PASS_NAMES = ("storage_flatten", "simplify", "loop_partition", "simplify_after_partition",
+              "vectorize", "unroll", "simplify_after_unroll",
               "remove_noop")
