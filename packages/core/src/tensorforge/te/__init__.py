@@ -3,7 +3,6 @@
 Compute is declared here; how it runs is decided by a schedule (`create_schedule`)."""
 
 from ..expr import floordiv, floormod, truncdiv, truncmod
-from ..schedule import create_schedule
 from .intrin import (
     abs,
     all,
@@ -49,4 +48,14 @@ from .operation import (
 from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 from .tensor_intrin import TensorIntrin, decl_tensor_intrin
 
-__all__ = [name for name in dir() if not name.startswith("_")]
+__all__ = [name for name in dir() if not name.startswith("_")] + ["create_schedule"]
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    # `create_schedule` is looked up lazily: tensorforge.schedule imports te.tensor, so an
+    # eager import here made `import tensorforge.schedule` (or tir first) a circular import.
+    if name == "create_schedule":
+        from ..schedule import create_schedule
+
+        return create_schedule
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
