@@ -183,6 +183,10 @@ class _Lowering:
         out_idx_t = tuple(out_idx)
         outs = [self.buffer_of(op.output(i)) for i in range(op.num_outputs)]
         leaves = st.leaf_iter_vars
+        t_pos = next((i for i, iv in enumerate(leaves)
+                      if getattr(st.iter_var_attrs.get(iv), "kind", "") == "tensorize"), None)
+        if t_pos is not None:
+            return self._tensorized_nest(st, t_pos, bodies, out_idx_t, outs)
         if not op.reduce_axis:
             store = seq(*[BufferStore(b, v, out_idx_t) for b, v in zip(outs, bodies)])
             store = self._guard(store, sb.predicates)
@@ -212,6 +216,33 @@ class _Lowering:
         update_nest = self._loops(st, leaves[p:], update)
         return self._loops(st, leaves[:p], seq(init_nest, update_nest))
 
+    def _tensorized_nest(self, st: Stage, t_pos: int, bodies: list[PrimExpr],
+                         out_idx: tuple[PrimExpr, ...], outs: list[Buffer]) -> Stmt:
+        from .tensorize import tensorize_stmts
+
+        leaves = st.leaf_iter_vars
+        name = leaves[t_pos].name
+        if self.bounds[st].predicates:
+            raise ScheduleError(
+                f"tensorize on stage {st.name}, axis {name}: the splits around it do not divide "
+                "the loop extents; choose factors that divide them"
+            )
+        srcs = [b.source[b.value_index] if isinstance(b, Reduce) else b for b in bodies]
+        body, reset, update = tensorize_stmts(self, st, t_pos, srcs, out_idx, outs)
+        red = [i for i, iv in enumerate(leaves) if iv.kind == REDUCE]
+        if not red or red[0] >= t_pos:
+            return self._loops(st, leaves[:t_pos], body)
+        if reset is None or update is None:
+            raise ScheduleError(
+                f"tensorize on stage {st.name}, axis {name}: reduction loops stay outside the "
+                "tensorized nest, so the intrinsic must return (body, reset, update)"
+            )
+        p = red[0]
+        init_leaves = [iv for iv in leaves[p:t_pos] if iv.kind != REDUCE]
+        init_nest = self._loops(st, init_leaves, reset, attach=False)
+        update_nest = self._loops(st, leaves[p:t_pos], update)
+        return self._loops(st, leaves[:p], seq(init_nest, update_nest))
+
     def _guard(self, stmt: Stmt, preds: list[PrimExpr]) -> Stmt:
         if not preds:
             return stmt
@@ -230,11 +261,6 @@ class _Lowering:
             tag = ""
             if attr is not None and attr.kind == "bind":
                 tag = attr.bind_thread.thread_tag  # type: ignore[union-attr]
-            if attr is not None and attr.kind == "tensorize":
-                raise ScheduleError(
-                    f"tensorize on stage {st.name}, axis {iv.name}: tensorization is not "
-                    "lowered yet"
-                )
             ext = sb.ranges[iv].extent
             body = For(iv.var, const(0), ext, kind, body, tag)
             if attr is not None:
