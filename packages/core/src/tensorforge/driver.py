@@ -24,7 +24,11 @@ def lower(
     func = sch if isinstance(sch, PrimFunc) else schedule_to_primfunc(sch, args, name)
     if simple_mode:
         return func
-    return run_passes(func, default_passes())
+    if target is not None:
+        from .target import Target
+
+        target = Target.coerce(target)
+    return run_passes(func, default_passes(target))
 
 
 def build(
@@ -38,9 +42,9 @@ def build(
 
     tgt = Target.coerce(target)
     if isinstance(sch, (list, tuple)):
-        funcs = [lower(f) if f.attrs.get("lowered") is None else f for f in sch]
+        funcs = [lower(f, target=tgt) if f.attrs.get("lowered") is None else f for f in sch]
     else:
-        funcs = [lower(sch, args, name)]
+        funcs = [lower(sch, args, name, target=tgt)]
     for f in funcs:
         f.attrs["lowered"] = True
     builder = tgt.kind.load_build()

@@ -44,7 +44,7 @@ class Stage:
         self.scope = ""
         self.is_output = False
         self.is_double_buffer = False
-        self.storage_align: list[tuple[IterVar, int, int]] = []
+        self.align_specs: list[tuple[IterVar, int, int]] = []
 
     @property
     def name(self) -> str:
@@ -265,7 +265,7 @@ class Stage:
                 f"storage_align on stage {self.name}: {getattr(axis, 'name', axis)} is not one "
                 "of the op's original axes (storage_align pads a dimension of the buffer)"
             )
-        self.storage_align.append((axis, int(factor), int(offset)))
+        self.align_specs.append((axis, int(factor), int(offset)))
 
     def double_buffer(self) -> None:
         self.is_double_buffer = True

@@ -96,6 +96,7 @@ class _Lowering:
         self.buffers: dict[Tensor, Buffer] = {}
         self.region_min: dict[Tensor, list[PrimExpr]] = {}
         self.params: list[Buffer | Var] = []
+        self.align: dict[Buffer, list[tuple[int, int, int]]] = {}
         for a in self.args:
             if isinstance(a, Tensor):
                 if a in self.buffers:
@@ -164,6 +165,9 @@ class _Lowering:
                 continue
             scope = st.scope or "global"
             buf = Buffer(t.name, shape, t.dtype, scope)
+            if st.align_specs:
+                dims = list(op.axis)  # type: ignore[attr-defined]
+                self.align[buf] = [(dims.index(iv), f, o) for iv, f, o in st.align_specs]
             self.buffers[t] = buf
             allocs.append(buf)
         return allocs
@@ -278,8 +282,11 @@ class _Lowering:
             allocs += self.allocs[a]
             nests.append(self.stage_nest(a))
         body = seq(*nests, inner)
+        double = {id(b) for a in stages if a.is_double_buffer for b in self.allocs[a]}
         for b in reversed(allocs):
             body = Allocate(b, body)
+            if id(b) in double:
+                body = AttrStmt(b.data, "double_buffer_scope", const(1), body)
         return body
 
     def run(self) -> PrimFunc:
@@ -290,7 +297,10 @@ class _Lowering:
         body = seq(*nests)
         for b in reversed(allocs):
             body = Allocate(b, body)
-        return PrimFunc(self.name, tuple(self.params), body, {"global_symbol": self.name})
+        attrs: dict[str, Any] = {"global_symbol": self.name}
+        if self.align:
+            attrs["storage_align"] = self.align
+        return PrimFunc(self.name, tuple(self.params), body, attrs)
 
 
 def schedule_to_primfunc(sch: Schedule, args: Sequence[Any], name: str = "main") -> PrimFunc:

@@ -9,7 +9,7 @@ import contextvars
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, TextIO
+from typing import Any, Callable, Iterable, TextIO
 
 from ..stmt import PrimFunc
 
@@ -70,27 +70,36 @@ def run_passes(func: PrimFunc, passes: Iterable[tuple[str, Pass]]) -> PrimFunc:
     return func
 
 
-def default_passes() -> list[tuple[str, Pass]]:
-    """The CPU lowering pipeline, in order."""
+def default_passes(target: Any = None) -> list[tuple[str, Pass]]:
+    """The lowering pipeline, in order; thread_sync only for targets with shared memory."""
+    from .inject_double_buffer import inject_double_buffer
+    from .inject_virtual_thread import inject_virtual_thread
     from .loop_partition import loop_partition
     from .remove_noop import remove_noop
     from .simplify import simplify
     from .storage_flatten import storage_flatten
+    from .storage_rewrite import storage_rewrite
+    from .thread_sync import thread_sync
     from .unroll import unroll
     from .vectorize import vectorize
 
-    return [
+    passes: list[tuple[str, Pass]] = [
         ("storage_flatten", storage_flatten),
+        ("inject_virtual_thread", inject_virtual_thread),
+        ("inject_double_buffer", inject_double_buffer),
         ("simplify", simplify),
         ("loop_partition", loop_partition),
         ("simplify_after_partition", simplify),
         ("vectorize", vectorize),
         ("unroll", unroll),
         ("simplify_after_unroll", simplify),
-        ("remove_noop", remove_noop),
+        ("storage_rewrite", storage_rewrite),
     ]
+    device = getattr(getattr(target, "kind", None), "device_type", "cpu")
+    if device in ("cuda", "opencl", "metal", "gpu"):
+        passes.append(("thread_sync", thread_sync))
+    passes.append(("remove_noop", remove_noop))
+    return passes
 
 
-PASS_NAMES = ("storage_flatten", "simplify", "loop_partition", "simplify_after_partition",
-              "vectorize", "unroll", "simplify_after_unroll",
-              "remove_noop")
+PASS_NAMES = tuple(name for name, _ in default_passes()) + ("thread_sync",)
