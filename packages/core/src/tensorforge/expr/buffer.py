@@ -5,7 +5,8 @@ class, not a value dataclass."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .construct import convert
 from .nodes import BufferLoad, IntImm, PrimExpr, Var

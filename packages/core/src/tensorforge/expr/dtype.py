@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 _DTYPE_RE = re.compile(r"^(float|int|uint|bool|handle)(\d*)(?:x(\d+))?$")
 
@@ -30,7 +30,7 @@ class DType:
         return self.element if self.lanes == 1 else f"{self.element}x{self.lanes}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def parse(dtype: str) -> DType:
     m = _DTYPE_RE.match(dtype)
     if not m:
@@ -50,7 +50,7 @@ def parse(dtype: str) -> DType:
     return DType(code, nbits, int(lanes) if lanes else 1)
 
 
-@lru_cache(maxsize=None)
+@cache
 def with_lanes(dtype: str, lanes: int) -> str:
     d = parse(dtype)
     return d.element if lanes == 1 else f"{d.element}x{lanes}"

@@ -5,7 +5,8 @@ pass overrides only the `visit_<NodeName>` methods it cares about."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .nodes import PrimExpr, Var
 

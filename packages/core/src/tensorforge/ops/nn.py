@@ -4,7 +4,7 @@ tile of the convolution."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .. import te
 from ..expr import IntImm, PrimExpr, const

@@ -3,7 +3,8 @@ plus the primitives that rewrite the dataflow (cache_read, cache_write, rfactor)
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..expr import ExprMutator, PrimExpr, ProducerLoad, Range, Reduce, Var, const, substitute
 from ..te.tensor import DATA_PAR, REDUCE, ComputeOp, IterVar, Operation, PlaceholderOp, Tensor

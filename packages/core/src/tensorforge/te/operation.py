@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..expr import (
     CommReducer,
@@ -87,9 +88,15 @@ def compute(
     bodies = list(body) if isinstance(body, (tuple, list)) else [body]
     bodies = [convert(b) for b in bodies]
     reduce_ax: tuple[IterVar, ...] = ()
-    if any(isinstance(b, Reduce) for b in bodies):
-        if not all(isinstance(b, Reduce) for b in bodies):
-            raise ValueError(f"compute {name!r}: a reduction must be the whole body of every output")
+    from ..expr import post_order_collect
+
+    nested = [r for b in bodies for r in post_order_collect(b, lambda x: isinstance(x, Reduce))
+              if r is not b]
+    if nested or any(isinstance(b, Reduce) for b in bodies):
+        if nested or not all(isinstance(b, Reduce) for b in bodies):
+            raise ValueError(
+                f"compute {name!r}: a reduction must be the whole body of every output"
+            )
         reduce_ax = bodies[0].axis
     op = ComputeOp(name, axis, bodies, tag, attrs, reduce_ax)
     outs = [op.output(i) for i in range(op.num_outputs)]

@@ -6,7 +6,8 @@ Iteration variables (`IterVar`) carry a domain and a kind (data-parallel, reduct
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..expr import PrimExpr, ProducerLoad, Range, Var, convert
 from ..expr import construct as _c

@@ -3,8 +3,9 @@ implementation (`fimpl`) that emits the hardware call over buffers bound to the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..expr import Buffer, Var
 from .tensor import ComputeOp, Tensor

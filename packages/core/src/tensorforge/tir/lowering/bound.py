@@ -24,7 +24,7 @@ from ...expr import (
 from ...expr import construct as _c
 from ...schedule import Fuse, Schedule, ScheduleError, Split, Stage
 from ...schedule.relations import Rebase
-from ...te.tensor import ComputeOp, IterVar, Tensor
+from ...te.tensor import IterVar, Tensor
 
 
 @dataclass

@@ -3,7 +3,8 @@ stages are spliced into their consumer's loop, and intermediate tensors get buff
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ...arith import Analyzer
 from ...expr import (

@@ -7,7 +7,8 @@ buffer), and the intrinsic's `fimpl(ins, outs)` emits the statement over those v
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ...arith import IntervalSet, eval_interval
 from ...expr import Buffer, BufferLoad, IntImm, PrimExpr, Var, const, post_order_collect

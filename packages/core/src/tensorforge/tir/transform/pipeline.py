@@ -8,8 +8,9 @@ from __future__ import annotations
 import contextvars
 import os
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, TextIO
+from typing import Any, TextIO
 
 from ..stmt import PrimFunc
 
