@@ -1,7 +1,7 @@
 """The operator library: TE compute definitions (what each operator computes), shared by the
 graph compiler and the schedule templates of every target."""
 
-from .broadcast import broadcast_shape, elementwise, broadcast_binary
+from .broadcast import broadcast_binary, broadcast_shape, elementwise
 from .nn import (
     avg_pool2d,
     conv2d_nchw,
@@ -14,6 +14,7 @@ from .nn import (
     pad,
     softmax,
 )
+from .nn_nchwc import conv2d_nchwc, pack_nchwc, pack_oihw_xi_yo, unpack_nchwc
 from .reduction import reduce
 from .transform import transpose
 

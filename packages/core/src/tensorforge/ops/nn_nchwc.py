@@ -1,0 +1,72 @@
+"""Convolution in the blocked layouts of SIMD CPUs (TVM's NCHW[x]c).
+
+Activations are ``NCHW[x]c``: ``(N, C // x, H, W, x)``, ``x`` channels innermost so that one
+vector holds ``x`` channels of a pixel. Weights are ``OIHW[x]i[y]o``:
+``(O // y, C // x, KH, KW, x, y)``, so the ``y`` output channels of one input channel are one
+contiguous vector. Both are produced once, outside the kernel (a graph-level layout change;
+:func:`pack_nchwc` and :func:`pack_oihw_xi_yo` do it for numpy arrays).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import te
+from ..te import Tensor
+from .nn import _int, _pads4, _pair, pad
+
+__all__ = ["conv2d_nchwc", "pack_nchwc", "pack_oihw_xi_yo", "unpack_nchwc"]
+
+
+def conv2d_nchwc(
+    data: Tensor, kernel: Tensor, stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1,
+    out_dtype: str | None = None, name: str = "conv2d_nchwc",
+) -> Tensor:
+    """data (N, C/x, H, W, x), kernel (O/y, C/x, KH, KW, x, y) -> (N, O/y, OH, OW, y)."""
+    n, ic_chunk, h, w, ic_bn = (_int(s) for s in data.shape)
+    oc_chunk, ic_chunk2, kh, kw, ic_bn2, oc_bn = (_int(s) for s in kernel.shape)
+    if (ic_chunk, ic_bn) != (ic_chunk2, ic_bn2):
+        raise ValueError(f"conv2d_nchwc: data {tuple(data.shape)} and kernel "
+                         f"{tuple(kernel.shape)} disagree on the input-channel blocking")
+    sh, sw = _pair(stride)
+    dh, dw = _pair(dilation)
+    pt, pl, pb, pr = _pads4(padding)
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    out_dtype = out_dtype or data.dtype
+    padded = pad(data, (0, 0, pt, pl, 0), (0, 0, pb, pr, 0), name=f"{name}_pad")
+    ico = te.reduce_axis((0, ic_chunk), name="ico")
+    ici = te.reduce_axis((0, ic_bn), name="ici")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    return te.compute(
+        (n, oc_chunk, oh, ow, oc_bn),
+        lambda nn, oc, yy, xx, ob: te.sum(
+            padded[nn, ico, yy * sh + ry * dh, xx * sw + rx * dw, ici].astype(out_dtype)
+            * kernel[oc, ico, ry, rx, ici, ob].astype(out_dtype),
+            axis=[ico, ry, rx, ici],
+        ),
+        name=name,
+        tag="conv2d_nchwc",
+    )
+
+
+def pack_nchwc(x: Any, bn: int) -> Any:
+    """numpy (N, C, H, W) -> (N, C/bn, H, W, bn)."""
+    n, c, h, w = x.shape
+    return x.reshape(n, c // bn, bn, h, w).transpose(0, 1, 3, 4, 2).copy()
+
+
+def unpack_nchwc(x: Any) -> Any:
+    """numpy (N, C/bn, H, W, bn) -> (N, C, H, W)."""
+    n, cc, h, w, bn = x.shape
+    return x.transpose(0, 1, 4, 2, 3).reshape(n, cc * bn, h, w).copy()
+
+
+def pack_oihw_xi_yo(k: Any, ic_bn: int, oc_bn: int) -> Any:
+    """numpy (O, C, KH, KW) -> (O/oc_bn, C/ic_bn, KH, KW, ic_bn, oc_bn)."""
+    o, c, kh, kw = k.shape
+    k = k.reshape(o // oc_bn, oc_bn, c // ic_bn, ic_bn, kh, kw)
+    return k.transpose(0, 2, 4, 5, 3, 1).copy()

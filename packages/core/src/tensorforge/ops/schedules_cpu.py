@@ -1,0 +1,125 @@
+"""Hand-written CPU schedules that reach a good share of the machine's FMA peak.
+
+Each function declares the computation (placeholders + TE compute) and returns
+``(schedule, args)`` with the outputs last, ready for ``tensorforge.build(s, args, target)``.
+They are what `benchmarks/` times and what the tests check against numpy; later schedule
+templates and the tuner start from them.
+
+The shape of both is the classic register-blocked micro-kernel: an accumulator tile of
+``rows x vec`` lanes lives in registers (``cache_write(..., "local")`` computed at the output
+tile), the reduction runs outside it, one operand is broadcast per row and the other is a
+contiguous vector of a packed layout, so every inner step is ``rows * vec / lanes`` independent
+vector FMAs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import te
+from .nn_nchwc import conv2d_nchwc
+
+__all__ = ["cpu_tiles", "schedule_conv2d_nchwc", "schedule_matmul_packed"]
+
+
+def cpu_tiles(lanes: int) -> dict[str, dict[str, int]]:
+    """Register tiles that fit the vector register file for float32 vectors of ``lanes``.
+
+    16 lanes (AVX-512, 32 registers): matmul 8 x 32 (16 accumulators), conv 7 pixels x 32
+    output channels (14). 8 lanes (AVX2, 16 registers): matmul 4 x 16, conv 4 x 16 (8 each).
+    Otherwise (4 lanes: SSE, NEON): 4 x 8 and 7 x 8. Only the 16-lane tiles are tuned (on
+    Zen 4); the others are first guesses that keep the accumulators in registers.
+    """
+    if lanes >= 16:
+        return {"matmul": {"mr": 8, "bn": 32, "ku": 4},
+                "conv2d": {"ic_bn": 16, "oc_bn": 32, "reg_n": 7}}
+    if lanes >= 8:
+        return {"matmul": {"mr": 4, "bn": 16, "ku": 4},
+                "conv2d": {"ic_bn": 16, "oc_bn": 16, "reg_n": 4}}
+    return {"matmul": {"mr": 4, "bn": 8, "ku": 4},
+            "conv2d": {"ic_bn": 8, "oc_bn": 8, "reg_n": 7}}
+
+
+def schedule_matmul_packed(M: int, N: int, K: int, bn: int = 32, mr: int = 8, ku: int = 4,
+                           dtype: str = "float32", parallel: bool = True) -> tuple[Any, list]:
+    """C[M, N] = A[M, K] @ B[K, N], with B packed into panels ``[N/bn, K, bn]`` in the kernel.
+
+    Loop nest: for each panel of ``bn`` columns (parallel) -> for each block of ``mr`` rows ->
+    an ``mr x bn`` accumulator tile in registers, over all of ``K`` (split by ``ku``, unrolled):
+    ``mr`` broadcasts of A and ``bn / lanes`` vector loads of the panel feed ``mr * bn / lanes``
+    FMAs. Panels outermost keep one panel (``K * bn`` elements, 128 KiB at K=1024, bn=32) in L2
+    while the rows of A stream past it. Needs ``M % mr == N % bn == K % ku == 0``.
+    """
+    if M % mr or N % bn or K % ku:
+        raise ValueError(f"schedule_matmul_packed: M={M}, N={N}, K={K} must be multiples of "
+                         f"mr={mr}, bn={bn}, ku={ku}")
+    A = te.placeholder((M, K), dtype, name="A")
+    B = te.placeholder((K, N), dtype, name="B")
+    k = te.reduce_axis((0, K), name="k")
+    packed = te.compute((N // bn, K, bn), lambda x, y, z: B[y, x * bn + z], name="packedB")
+    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * packed[j // bn, k, j % bn], axis=k),
+                   name="C")
+    s = te.create_schedule(C.op)
+    CC = s.cache_write(C, "local")
+    mo, no, mi, ni = s[C].tile(C.op.axis[0], C.op.axis[1], mr, bn)
+    s[C].reorder(no, mo, mi, ni)
+    s[C].vectorize(ni)
+    s[CC].compute_at(s[C], mo)
+    mc, nc = s[CC].op.axis
+    (kk,) = s[CC].op.reduce_axis
+    ko, ki = s[CC].split(kk, factor=ku)
+    s[CC].reorder(ko, ki, mc, nc)
+    s[CC].vectorize(nc)
+    s[CC].unroll(mc)
+    s[CC].unroll(ki)
+    x, _, z = s[packed].op.axis
+    s[packed].vectorize(z)
+    if parallel:
+        s[C].parallel(no)
+        s[packed].parallel(x)
+    return s, [A, B, C]
+
+
+def schedule_conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, kh: int = 3, kw: int = 3,
+                          stride: int = 1, padding: int = 1, ic_bn: int = 16, oc_bn: int = 16,
+                          reg_n: int = 14, dtype: str = "float32", parallel: bool = True,
+                          ) -> tuple[Any, list]:
+    """2-D convolution in NCHW[ic_bn]c / OIHW[ic_bn]i[oc_bn]o (see ``ops.conv2d_nchwc``).
+
+    Args (call order): data ``(N, C/ic_bn, H, W, ic_bn)``, kernel
+    ``(OC/oc_bn, C/ic_bn, kh, kw, ic_bn, oc_bn)``, output ``(N, OC/oc_bn, OH, OW, oc_bn)``.
+    The register tile is ``reg_n`` output pixels of a row x ``oc_bn`` output channels (one or
+    two vectors); per input channel it does ``reg_n`` broadcasts and ``oc_bn / lanes`` vector
+    loads of weights for ``reg_n * oc_bn / lanes`` FMAs. Rows of (batch, oc-block, out row) are
+    the parallel loop; padding is its own stage (one pass over the input).
+    """
+    OW = (W + 2 * padding - kw) // stride + 1
+    if C % ic_bn or OC % oc_bn or OW % reg_n:
+        raise ValueError(f"schedule_conv2d_nchwc: C={C}, OC={OC}, OW={OW} must be multiples of "
+                         f"ic_bn={ic_bn}, oc_bn={oc_bn}, reg_n={reg_n}")
+    data = te.placeholder((N, C // ic_bn, H, W, ic_bn), dtype, name="data")
+    kernel = te.placeholder((OC // oc_bn, C // ic_bn, kh, kw, ic_bn, oc_bn), dtype,
+                            name="kernel")
+    out = conv2d_nchwc(data, kernel, stride, padding)
+    s = te.create_schedule(out.op)
+    padded = out.op.input_tensors[0]
+    if padded.op is not data.op:  # the padding stage: vectorized over channels, parallel rows
+        pn, pc, ph, pw, pb = s[padded].op.axis
+        s[padded].vectorize(pb)
+        if parallel:
+            s[padded].parallel(s[padded].fuse(pn, pc, ph))
+    CC = s.cache_write(out, "local")
+    n, oc, oh, ow, ob = s[out].op.axis
+    owo, owi = s[out].split(ow, factor=reg_n)
+    s[out].reorder(n, oc, oh, owo, owi, ob)
+    s[out].vectorize(ob)
+    rows = s[out].fuse(n, oc, oh)
+    if parallel:
+        s[out].parallel(rows)
+    s[CC].compute_at(s[out], owo)
+    _, _, _, cw, cb = s[CC].op.axis
+    ico, ry, rx, ici = s[CC].op.reduce_axis
+    s[CC].reorder(ico, ry, rx, ici, cw, cb)
+    s[CC].vectorize(cb)
+    s[CC].unroll(cw)
+    return s, [data, kernel, out]
