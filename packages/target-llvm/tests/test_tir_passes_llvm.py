@@ -248,3 +248,13 @@ def test_thread_sync_between_shared_write_and_read():
     text = str(thread_sync(fn))
     # a barrier between the write and the read, and one before the next iteration's write
     assert text.count('storage_sync("shared")') == 2 or text.count("storage_sync('shared')") == 2
+
+
+def test_gpu_binding_on_a_cpu_target_is_a_clear_error(llvm_target):
+    from tensorforge.errors import TensorforgeError
+
+    A, B, C = _matmul(8, 8, 8)
+    s = te.create_schedule(C.op)
+    s[C].bind(C.op.axis[0], te.thread_axis("threadIdx.x"))
+    with pytest.raises(TensorforgeError, match=r"bound to GPU threads \(i -> threadIdx.x\)"):
+        tensorforge.build(s, [A, B, C], target="llvm")

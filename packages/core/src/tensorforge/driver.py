@@ -48,5 +48,26 @@ def build(
         funcs = [lower(sch, args, name, target=tgt)]
     for f in funcs:
         f.attrs["lowered"] = True
+        _check_loops_fit(f, tgt)
     builder = tgt.kind.load_build()
     return builder(funcs, tgt)
+
+
+def _check_loops_fit(func: PrimFunc, target: Any) -> None:
+    """GPU thread bindings cannot run on a CPU target: say so before code generation."""
+    from .expr import post_order_collect
+    from .tir.stmt import For
+
+    if target.kind.device_type != "cpu":
+        return
+    bound = [f for f in post_order_collect(func.body, lambda n: isinstance(n, For))
+             if f.kind == "thread_binding"]
+    if bound:
+        from .errors import TensorforgeError
+
+        names = ", ".join(f"{f.loop_var.name} -> {f.thread_tag}" for f in bound)
+        raise TensorforgeError(
+            f"{func.name}: axes bound to GPU threads ({names}) cannot run on target "
+            f"{target.kind.name!r}, which has no thread hierarchy; on a CPU use "
+            "s[T].parallel(axis) instead of bind, or build for a GPU target"
+        )
