@@ -1,0 +1,25 @@
+"""A numpy interpreter of the graph over the ops' reference implementations.
+
+It is the oracle for tests and the engine of constant folding, never the inference engine:
+compiled models run generated kernels only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from .ir import Graph, Value
+from .registry import get_op
+
+
+def run_reference(g: Graph, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    env: dict[Value, np.ndarray] = {}
+    for v in g.inputs:
+        env[v] = np.asarray(inputs[v.name])
+    for n in g.nodes:
+        args = [v.const if v.is_const else env[v] for v in n.inputs]
+        outs = get_op(n.op).reference(args, n.attrs)
+        for v, a in zip(n.outputs, outs):
+            env[v] = np.asarray(a).astype(v.dtype, copy=False).reshape(v.shape)
+    return [v.const if v.is_const else env[v] for v in g.outputs]

@@ -1,0 +1,148 @@
+"""The dataflow graph IR: values with static shape and dtype, nodes, constants.
+
+A `Graph` keeps its nodes in topological order. Constants (parameters) are `Value`s that carry
+a numpy array; graph passes fold them, the executor binds them to kernel arguments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(eq=False)
+class Value:
+    """An edge of the graph: a tensor of static `shape` and `dtype`."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    const: np.ndarray | None = None
+    producer: Node | None = field(default=None, repr=False)
+
+    @property
+    def is_const(self) -> bool:
+        return self.const is not None
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * np.dtype(_np_dtype(self.dtype)).itemsize
+
+    def __repr__(self) -> str:
+        c = " const" if self.is_const else ""
+        return f"%{self.name}: {self.dtype}{list(self.shape)}{c}"
+
+
+@dataclass(eq=False)
+class Node:
+    """One operator application: `op` names an entry of the op registry."""
+
+    op: str
+    inputs: list[Value]
+    outputs: list[Value]
+    attrs: dict[str, Any]
+    name: str
+
+    def __repr__(self) -> str:
+        return f"Node({self.name}: {self.op})"
+
+
+def _np_dtype(dtype: str) -> str:
+    return "bool" if dtype == "bool" else dtype
+
+
+class Graph:
+    """Inputs, outputs and nodes in topological order."""
+
+    def __init__(self, name: str = "main"):
+        self.name = name
+        self.inputs: list[Value] = []
+        self.outputs: list[Value] = []
+        self.nodes: list[Node] = []
+        self._names: set[str] = set()  # value names
+        self._node_names: set[str] = set()
+
+    # construction -----------------------------------------------------------------------
+    def unique_name(self, base: str, _space: set[str] | None = None) -> str:
+        """A value name (or, with `_space`, a name in another namespace) not yet taken."""
+        space = self._names if _space is None else _space
+        base = base or "v"
+        name, k = base, 1
+        while name in space:
+            name = f"{base}_{k}"
+            k += 1
+        space.add(name)
+        return name
+
+    def add_input(self, name: str, shape: tuple[int, ...], dtype: str) -> Value:
+        v = Value(self.unique_name(name), tuple(int(d) for d in shape), dtype)
+        self.inputs.append(v)
+        return v
+
+    def add_const(self, name: str, array: Any, dtype: str | None = None) -> Value:
+        arr = np.ascontiguousarray(np.asarray(array, dtype=dtype))
+        return Value(self.unique_name(name), tuple(arr.shape), str(arr.dtype), const=arr)
+
+    def add_node(self, op: str, inputs: list[Value], attrs: dict[str, Any] | None = None,
+                 name: str = "", out_names: list[str] | None = None) -> list[Value]:
+        """Append a node; its output types come from the op's type inference."""
+        from .registry import get_op
+
+        opdef = get_op(op)
+        attrs = dict(attrs or {})
+        node_name = self.unique_name(name or op, self._node_names)
+        types = opdef.infer([(v.shape, v.dtype) for v in inputs], attrs)
+        outs = []
+        for i, (shape, dtype) in enumerate(types):
+            base = out_names[i] if out_names and i < len(out_names) and out_names[i] else (
+                node_name if len(types) == 1 else f"{node_name}.{i}")
+            outs.append(Value(self.unique_name(base), tuple(int(d) for d in shape), dtype))
+        node = Node(op, list(inputs), outs, attrs, node_name)
+        for o in outs:
+            o.producer = node
+        self.nodes.append(node)
+        return outs
+
+    def add(self, op: str, *inputs: Value, name: str = "", **attrs: Any) -> Value:
+        """Single-output convenience: `g.add("relu", x)`."""
+        return self.add_node(op, list(inputs), attrs, name)[0]
+
+    # queries ----------------------------------------------------------------------------
+    def consumers(self) -> dict[Value, list[Node]]:
+        out: dict[Value, list[Node]] = {}
+        for n in self.nodes:
+            for v in n.inputs:
+                out.setdefault(v, []).append(n)
+        return out
+
+    def constants(self) -> list[Value]:
+        seen: dict[int, Value] = {}
+        for n in self.nodes:
+            for v in n.inputs:
+                if v.is_const:
+                    seen.setdefault(id(v), v)
+        for v in self.outputs:
+            if v.is_const:
+                seen.setdefault(id(v), v)
+        return list(seen.values())
+
+    def op_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for n in self.nodes:
+            counts[n.op] = counts.get(n.op, 0) + 1
+        return counts
+
+    def __str__(self) -> str:
+        from .printer import graph_str
+
+        return graph_str(self)
+
+    __repr__ = __str__

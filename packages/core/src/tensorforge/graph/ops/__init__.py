@@ -1,0 +1,3 @@
+"""Built-in graph ops; importing a module registers its ops."""
+
+from . import elementwise, nn, transform  # noqa: F401

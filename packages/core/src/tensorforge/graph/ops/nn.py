@@ -1,0 +1,208 @@
+"""Neural-network ops: convolution, dense/matmul, pooling, normalization, softmax.
+
+Attributes use ONNX's meaning with normalized forms: `strides` and `dilations` are pairs,
+`pads` is (top, left, bottom, right)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import ops, te
+from ...expr import const
+from ...ops import reference as ref
+from ..registry import OpPattern, TypeList, broadcast_shapes, register_op
+
+
+def _conv_out(h: int, k: int, s: int, d: int, p0: int, p1: int) -> int:
+    return (h + p0 + p1 - d * (k - 1) - 1) // s + 1
+
+
+def _conv2d_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    (n, c, h, w), dt = types[0]
+    o, cg, kh, kw = types[1][0]
+    sh, sw = at.get("strides", (1, 1))
+    dh, dw = at.get("dilations", (1, 1))
+    pt, pl, pb, pr = at.get("pads", (0, 0, 0, 0))
+    g = at.get("groups", 1)
+    if c != cg * g:
+        from ...errors import TensorforgeError
+
+        raise TensorforgeError(
+            f"conv2d: input has {c} channels but the weight {list(types[1][0])} with "
+            f"groups={g} expects {cg * g}"
+        )
+    return [((n, o, _conv_out(h, kh, sh, dh, pt, pb), _conv_out(w, kw, sw, dw, pl, pr)), dt)]
+
+
+def _conv2d_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    out = ref.conv2d_nchw(ins[0], ins[1], at.get("strides", (1, 1)), at.get("pads", 0),
+                          at.get("dilations", (1, 1)), at.get("groups", 1))
+    if len(ins) > 2:
+        out = out + ins[2].reshape(1, -1, 1, 1)
+    return [out.astype(ins[0].dtype)]
+
+
+def _conv2d_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    x, w = ins[0], ins[1]
+    groups = at.get("groups", 1)
+    c = int(x.shape[1].value)
+    if groups > 1 and groups == c and int(w.shape[1].value) == 1:
+        y = ops.depthwise_conv2d_nchw(x, w, at.get("strides", 1), at.get("pads", 0),
+                                      at.get("dilations", 1))
+    else:
+        y = ops.conv2d_nchw(x, w, at.get("strides", 1), at.get("pads", 0),
+                            at.get("dilations", 1), groups)
+    if len(ins) > 2:
+        b = ins[2]
+        y = te.compute(y.shape, lambda n, f, i, j: y[n, f, i, j] + b[f], name="bias_add",
+                       tag="broadcast")
+    return [y]
+
+
+register_op("conv2d", OpPattern.OUT_ELEMWISE_FUSABLE, _conv2d_infer, _conv2d_ref,
+            _conv2d_compute, doc="NCHW conv2d (x, w[, bias]); attrs strides, pads, dilations, "
+            "groups")
+
+
+def _matmul_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    a, b = types[0][0], types[1][0]
+    if len(a) == 1:
+        a = (1, *a)
+    if len(b) == 1:
+        b = (*b, 1)
+    batch = broadcast_shapes([a[:-2], b[:-2]])
+    shape = (*batch, a[-2], b[-1])
+    if len(types[0][0]) == 1:
+        shape = (*batch, b[-1])
+    if len(types[1][0]) == 1:
+        shape = shape[:-1]
+    return [(shape, types[0][1])]
+
+
+def _matmul_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    a, b = ins
+    if len(a.shape) == 2 and len(b.shape) == 2:
+        return [ops.matmul(a, b)]
+    shape = out[0][0]
+    ka = a.shape[-1]
+    k = te.reduce_axis((0, ka), name="k")
+    na, nb = len(a.shape), len(b.shape)
+
+    def f(*i):  # type: ignore[no-untyped-def]
+        batch = i[: len(i) - 2]
+
+        def bidx(t: Any, nd: int) -> list:
+            bt = list(batch[len(batch) - (nd - 2):]) if nd > 2 else []
+            return [0 if int(t.shape[d].value) == 1 else bt[d] for d in range(nd - 2)]
+
+        ai = bidx(a, na) + [i[-2], k]
+        bi = bidx(b, nb) + [k, i[-1]]
+        return te.sum(a[tuple(ai)] * b[tuple(bi)], axis=k)
+
+    if na < 2 or nb < 2:
+        raise NotImplementedError("matmul with a 1-D operand is reshaped by the frontend")
+    return [te.compute(shape, f, name="batch_matmul", tag="matmul")]
+
+
+register_op("matmul", OpPattern.OUT_ELEMWISE_FUSABLE, _matmul_infer,
+            lambda ins, at: [np.matmul(ins[0], ins[1])], _matmul_compute,
+            doc="numpy matmul semantics (batched, broadcasting batch dims)")
+
+
+def _dense_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    (m, _k), dt = types[0]
+    n = types[1][0][0]
+    return [((m, n), dt)]
+
+
+def _dense_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    y = ins[0] @ ins[1].T
+    if len(ins) > 2:
+        y = y + ins[2]
+    return [y.astype(ins[0].dtype)]
+
+
+def _dense_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    y = ops.dense(ins[0], ins[1])
+    if len(ins) > 2:
+        b = ins[2]
+        y = te.compute(y.shape, lambda i, j: y[i, j] + b[j], name="bias_add", tag="broadcast")
+    return [y]
+
+
+register_op("dense", OpPattern.OUT_ELEMWISE_FUSABLE, _dense_infer, _dense_ref,
+            _dense_compute, doc="x (M, K) @ W (N, K)^T [+ bias (N,)]")
+
+
+def _pool_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    (n, c, h, w), dt = types[0]
+    kh, kw = at["kernel"]
+    sh, sw = at.get("strides", (1, 1))
+    pt, pl, pb, pr = at.get("pads", (0, 0, 0, 0))
+    ceil_mode = at.get("ceil_mode", False)
+
+    def size(d: int, k: int, s: int, p0: int, p1: int) -> int:
+        num = d + p0 + p1 - k
+        return (-(-num // s) if ceil_mode else num // s) + 1
+
+    return [((n, c, size(h, kh, sh, pt, pb), size(w, kw, sw, pl, pr)), dt)]
+
+
+register_op(
+    "max_pool2d", OpPattern.OUT_ELEMWISE_FUSABLE, _pool_infer,
+    lambda ins, at: [ref.max_pool2d(ins[0], at["kernel"], at.get("strides", 1),
+                                    at.get("pads", 0), at.get("ceil_mode", False))],
+    lambda ins, at, out: [ops.max_pool2d(ins[0], at["kernel"], at.get("strides", 1),
+                                         at.get("pads", 0), at.get("ceil_mode", False))],
+    doc="NCHW max pooling; attrs kernel, strides, pads, ceil_mode",
+)
+register_op(
+    "avg_pool2d", OpPattern.OUT_ELEMWISE_FUSABLE, _pool_infer,
+    lambda ins, at: [ref.avg_pool2d(ins[0], at["kernel"], at.get("strides", 1),
+                                    at.get("pads", 0), at.get("count_include_pad", False),
+                                    at.get("ceil_mode", False))],
+    lambda ins, at, out: [ops.avg_pool2d(ins[0], at["kernel"], at.get("strides", 1),
+                                         at.get("pads", 0), at.get("count_include_pad", False),
+                                         at.get("ceil_mode", False))],
+    doc="NCHW average pooling; attrs kernel, strides, pads, count_include_pad, ceil_mode",
+)
+register_op(
+    "global_avg_pool2d", OpPattern.OUT_ELEMWISE_FUSABLE,
+    lambda types, at: [((*types[0][0][:2], 1, 1), types[0][1])],
+    lambda ins, at: [ins[0].mean(axis=(2, 3), keepdims=True).astype(ins[0].dtype)],
+    lambda ins, at, out: [ops.global_avg_pool2d(ins[0])],
+    doc="NCHW global average pooling to (N, C, 1, 1)",
+)
+
+
+def _bn_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    x, gamma, beta, mean, var = ins
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    scale = gamma / np.sqrt(var + at.get("epsilon", 1e-5))
+    y = (x - mean.reshape(shape)) * scale.reshape(shape) + beta.reshape(shape)
+    return [y.astype(x.dtype)]
+
+
+def _bn_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    x, gamma, beta, mean, var = ins
+    eps = at.get("epsilon", 1e-5)
+    return [te.compute(
+        x.shape,
+        lambda n, c, *r: (x[(n, c, *r)] - mean[c]) * (gamma[c] * te.rsqrt(var[c] + const(
+            eps, x.dtype))) + beta[c],
+        name="batch_norm", tag="broadcast")]
+
+
+register_op("batch_norm", OpPattern.BROADCAST, lambda types, at: [types[0]], _bn_ref,
+            _bn_compute, doc="inference batch norm (x, gamma, beta, mean, var); attr epsilon")
+
+
+def _softmax_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    return [ref.softmax(ins[0], at.get("axis", -1)).astype(ins[0].dtype)]
+
+
+register_op("softmax", OpPattern.OPAQUE, lambda types, at: [types[0]], _softmax_ref,
+            lambda ins, at, out: [ops.softmax(ins[0], at.get("axis", -1))],
+            doc="softmax along attrs['axis']")

@@ -1,0 +1,81 @@
+"""Shape and layout ops: reshape, transpose, concat."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import te
+from ...expr import IntImm
+from ...ops import transpose as te_transpose
+from ..registry import OpPattern, TypeList, register_op
+
+
+def _reshape_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    (x,) = ins[:1]
+    shape = out[0][0]
+    in_shape = [int(s.value) for s in x.shape]
+
+    def f(*i):  # type: ignore[no-untyped-def]
+        flat = 0
+        for d, idx in enumerate(i):
+            flat = flat * shape[d] + idx if d else idx
+        src = []
+        for d in range(len(in_shape) - 1, -1, -1):
+            src.append(flat % in_shape[d] if d else flat)
+            flat = flat // in_shape[d]
+        return x[tuple(reversed(src))] if src else x[()]
+
+    return [te.compute(shape, f, name="reshape", tag="injective")]
+
+
+register_op(
+    "reshape", OpPattern.INJECTIVE,
+    lambda types, at: [(tuple(at["shape"]), types[0][1])],
+    lambda ins, at: [ins[0].reshape(at["shape"])],
+    _reshape_compute,
+    doc="reshape to attrs['shape'] (fully static, no -1)",
+)
+
+register_op(
+    "transpose", OpPattern.INJECTIVE,
+    lambda types, at: [(tuple(types[0][0][p] for p in at["perm"]), types[0][1])],
+    lambda ins, at: [np.ascontiguousarray(ins[0].transpose(at["perm"]))],
+    lambda ins, at, out: [te_transpose(ins[0], at["perm"])],
+    doc="permute axes by attrs['perm']",
+)
+
+
+def _concat_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    axis = at["axis"] % len(types[0][0])
+    shape = list(types[0][0])
+    shape[axis] = sum(t[0][axis] for t in types)
+    return [(tuple(shape), types[0][1])]
+
+
+def _concat_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    shape = out[0][0]
+    axis = at["axis"] % len(shape)
+    offsets = []
+    acc = 0
+    for t in ins:
+        offsets.append(acc)
+        ext = t.shape[axis]
+        acc += ext.value if isinstance(ext, IntImm) else int(ext)
+
+    def f(*i):  # type: ignore[no-untyped-def]
+        val = None
+        for t, off in reversed(list(zip(ins, offsets))):
+            idx = list(i)
+            idx[axis] = i[axis] - off
+            v = t[tuple(idx)]
+            val = v if val is None else te.if_then_else(i[axis] >= off, v, val)
+        return val
+
+    return [te.compute(shape, f, name="concat", tag="injective")]
+
+
+register_op("concat", OpPattern.INJECTIVE, _concat_infer,
+            lambda ins, at: [np.concatenate(ins, axis=at["axis"])], _concat_compute,
+            doc="concatenate along attrs['axis']")

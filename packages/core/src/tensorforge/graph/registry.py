@@ -1,0 +1,99 @@
+"""The op registry: for every graph op its pattern class (drives fusion), type inference,
+a numpy reference (constant folding and tests) and a TE compute (code generation)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+
+from ..errors import TensorforgeError
+
+
+class OpPattern(IntEnum):
+    """TVM's fusion classes, ordered: a lower value fuses more freely."""
+
+    ELEMWISE = 0  # out[i] = f(in[i])
+    BROADCAST = 1  # elementwise with broadcasting
+    INJECTIVE = 2  # each output element reads one input element (reshape, transpose, concat)
+    COMM_REDUCE = 3  # reductions
+    OUT_ELEMWISE_FUSABLE = 4  # complex ops whose output takes an elementwise epilogue (conv2d)
+    OPAQUE = 8  # stands alone
+
+
+TypeList = list[tuple[tuple[int, ...], str]]
+InferFn = Callable[[TypeList, dict[str, Any]], TypeList]
+ReferenceFn = Callable[[list[np.ndarray], dict[str, Any]], list[np.ndarray]]
+ComputeFn = Callable[..., list[Any]]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """`compute(inputs: list[te.Tensor], attrs, out_types) -> list[te.Tensor]`."""
+
+    name: str
+    pattern: OpPattern
+    infer: InferFn
+    reference: ReferenceFn
+    compute: ComputeFn | None = None
+    doc: str = ""
+
+
+_OPS: dict[str, OpDef] = {}
+
+
+class UnknownOpError(TensorforgeError, KeyError):
+    pass
+
+
+def register_op(name: str, pattern: OpPattern, infer: InferFn, reference: ReferenceFn,
+                compute: ComputeFn | None = None, doc: str = "") -> OpDef:
+    if name in _OPS:
+        raise TensorforgeError(f"graph op {name!r} is registered twice")
+    d = OpDef(name, pattern, infer, reference, compute, doc)
+    _OPS[name] = d
+    return d
+
+
+def get_op(name: str) -> OpDef:
+    _ensure_loaded()
+    d = _OPS.get(name)
+    if d is None:
+        raise UnknownOpError(
+            f"graph op {name!r} is not registered; known ops: {', '.join(sorted(_OPS))}"
+        )
+    return d
+
+
+def all_ops() -> dict[str, OpDef]:
+    _ensure_loaded()
+    return dict(_OPS)
+
+
+_LOADED = False
+
+
+def _ensure_loaded() -> None:
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        from . import ops  # noqa: F401  (registers the built-in ops)
+
+
+def same_as_input(index: int = 0) -> InferFn:
+    def infer(types: TypeList, attrs: dict[str, Any]) -> TypeList:
+        return [types[index]]
+
+    return infer
+
+
+def broadcast_shapes(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise TensorforgeError(
+            f"shapes {', '.join(str(list(s)) for s in shapes)} do not broadcast"
+        ) from None
