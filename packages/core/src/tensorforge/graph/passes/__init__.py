@@ -1,0 +1,1 @@
+"""Graph passes, each a named function `Graph -> Graph` run in a visible pipeline."""
