@@ -73,3 +73,20 @@ def test_conv2d_nchwc_checks_blocking():
     kernel = te.placeholder((2, 8, 3, 3, 8, 32), name="kernel")
     with pytest.raises(ValueError, match="blocking"):
         conv2d_nchwc(data, kernel)
+
+
+def test_build_of_lowered_func_does_not_lower_again(llvm_target, monkeypatch):
+    from tensorforge.tir.transform import pipeline
+
+    calls = []
+    real = pipeline.run_passes
+    monkeypatch.setattr(pipeline, "run_passes", lambda *a, **k: calls.append(1) or real(*a, **k))
+    s, args = schedule_matmul_packed(16, 32, 8, mr=4, bn=32, ku=2)
+    func = tensorforge.lower(s, args)
+    assert tensorforge.lower(func) is func
+    f = tensorforge.build([func], target="llvm -num-threads=1")
+    assert len(calls) == 1
+    a, b = np.ones((16, 8), "float32"), np.ones((8, 32), "float32")
+    c = np.zeros((16, 32), "float32")
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b)

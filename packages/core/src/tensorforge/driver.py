@@ -29,7 +29,17 @@ def lower(
         from .target import Target
 
         target = Target.coerce(target)
-    return run_passes(func, default_passes(target))
+    device = _device(target)
+    if func.attrs.get("lowered") == device:
+        return func
+    func = run_passes(func, default_passes(target))
+    func.attrs["lowered"] = device  # `build([lower(...)])` does not run the pipeline again
+    return func
+
+
+def _device(target: Any) -> str:
+    """The device class a function is lowered for (the pipeline depends only on it)."""
+    return getattr(getattr(target, "kind", None), "device_type", None) or "cpu"
 
 
 def build(
@@ -43,11 +53,12 @@ def build(
 
     tgt = Target.coerce(target)
     if isinstance(sch, (list, tuple)):
-        funcs = [lower(f, target=tgt) if f.attrs.get("lowered") is None else f for f in sch]
+        funcs = [f if f.attrs.get("lowered") in (True, _device(tgt)) else lower(f, target=tgt)
+                 for f in sch]
     else:
         funcs = [lower(sch, args, name, target=tgt)]
     for f in funcs:
-        f.attrs["lowered"] = True
+        f.attrs["lowered"] = _device(tgt)
         _check_loops_fit(f, tgt)
     builder = tgt.kind.load_build()
     return builder(funcs, tgt)
