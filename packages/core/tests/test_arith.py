@@ -77,6 +77,19 @@ def test_linear_forms_combine_and_print_outer_first(ana, v):
     assert s(ana, v["i"] * 64 + v["k"] + v["j"] * 8) == "i * 64 + j * 8 + k"
 
 
+def test_symbolic_strides_print_first(ana, v):
+    i, j, n = v["i"], v["j"], v["n"]
+    assert s(ana, j * 8 + i * n + 1) == "i * n + j * 8 + 1"
+
+
+def test_residue_forms(ana, v):
+    x, y = v["x"], v["y"]
+    assert s(ana, x - x % 4) == "x // 4 * 4"
+    assert s(ana, x % 16 - x % 4) == "x % 16 // 4 * 4"
+    assert s(ana, x // 4 - x % 16 // 4) == "x // 16 * 4"
+    assert s(ana, (x + y) - (x + y) % 8 + 3) == "(x + y) // 8 * 8 + 3"
+
+
 def test_first_appearance_breaks_ties(ana, v):
     x, y, z = v["x"], v["y"], v["z"]
     assert s(ana, x + y + z) == "x + y + z"
@@ -293,6 +306,13 @@ def test_can_prove(ana, v):
     assert sym.can_prove(x + 1 <= n)
     assert not sym.can_prove(x + 1 < n)
     assert s(sym, min_(x, n - 1)) == "x"
+    # split of a symbolic extent: io < ceil(n / 32) implies io * 32 < n
+    io, ii = v["io"], v["ii"]
+    split = Analyzer()
+    split.bind(io, Range(c(0), (n + 31) // 32))
+    split.bind(ii, (0, 32))
+    assert split.can_prove(io * 32 < n)
+    assert not split.can_prove(io * 32 + ii < n)
 
 
 def test_with_constraint(v):

@@ -46,7 +46,7 @@ X, Y, Z, W = Var("x"), Var("y"), Var("z"), Var("w")
 RANGES = {X: (-8, 8), Y: (0, 15), Z: (0, 3), W: (-4, 12)}
 VARS = list(RANGES)
 # TF_ARITH_EXAMPLES=5000 runs a deeper bug hunt than the default CI budget
-N_EXAMPLES = int(os.environ.get("TF_ARITH_EXAMPLES", "150"))
+N_EXAMPLES = int(os.environ.get("TF_ARITH_EXAMPLES", "100"))
 SETTINGS = settings(max_examples=N_EXAMPLES, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -65,7 +65,7 @@ def int_expr(draw, depth: int = 4, var_div: bool = True):
     sub = int_expr(depth - 1, var_div)
     kind = draw(st.sampled_from(
         ["add", "add", "sub", "mul", "mulc", "div", "mod", "min", "max", "select", "split",
-         "tdiv", "tmod", "recombine", "let", "cast"]))
+         "tdiv", "tmod", "recombine", "residue", "let", "cast"]))
     if kind == "add":
         return Add(draw(sub), draw(sub))
     if kind == "sub":
@@ -74,7 +74,7 @@ def int_expr(draw, depth: int = 4, var_div: bool = True):
         return Mul(draw(sub), draw(sub))
     if kind == "mulc":
         return Mul(draw(sub), c(draw(st.sampled_from([2, 3, 4, 8, 16, -1, -2]))))
-    if kind in ("div", "mod", "tdiv", "tmod", "split", "recombine"):
+    if kind in ("div", "mod", "tdiv", "tmod", "split", "recombine", "residue"):
         if var_div and draw(st.integers(0, 4)) == 0:
             divisor = Add(Z, c(draw(st.integers(1, 3))))
         else:
@@ -83,6 +83,10 @@ def int_expr(draw, depth: int = 4, var_div: bool = True):
         if kind == "split":  # (a % u) // l: the shape split loops produce
             lo = draw(st.sampled_from([1, 2, 4]))
             return FloorDiv(FloorMod(a, c(lo * draw(st.sampled_from([2, 4])))), c(lo))
+        if kind == "residue":  # a - a % d, or a % (d*k) - a % d
+            if draw(st.booleans()):
+                return Sub(a, FloorMod(a, divisor))
+            return Sub(FloorMod(a, Mul(divisor, c(2))), FloorMod(a, divisor))
         if kind == "recombine":  # (a // d) * d + a % d
             return Add(Mul(FloorDiv(a, divisor), divisor), FloorMod(a, divisor))
         cls = {"div": FloorDiv, "mod": FloorMod, "tdiv": Div, "tmod": Mod}[kind]
@@ -117,7 +121,7 @@ def bool_expr(draw, depth: int = 3, var_div: bool = True):
     return Not(draw(sub))
 
 
-def envs(rnd: random.Random, ranges: dict[Var, tuple[int, int]], count: int = 24):
+def envs(rnd: random.Random, ranges: dict[Var, tuple[int, int]], count: int = 16):
     """Corners of the box plus random points."""
     keys = list(ranges)
     for corner in itertools.product(*[(ranges[k][0], ranges[k][1]) for k in keys]):

@@ -229,7 +229,7 @@ def stmt_of(draw, vs, depth=3):
     return SeqStmt((draw(stmt_of(vs, depth - 1)), draw(stmt_of(vs, depth - 1))))
 
 
-@settings(max_examples=int(os.environ.get("TF_ARITH_EXAMPLES", "150")), deadline=None,
+@settings(max_examples=int(os.environ.get("TF_ARITH_EXAMPLES", "100")), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(stmt_of([]))
 def test_simplified_program_performs_the_same_stores(s):

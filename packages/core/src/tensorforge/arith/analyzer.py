@@ -43,7 +43,9 @@ class Analyzer:
         self._var_values: dict[n.Var, n.PrimExpr] = {}  # bound to one symbolic value
         self._expr_bounds: dict[Hashable, Pair] = {}
         self._facts: dict[Hashable, bool] = {}
-        self._cache: dict[Hashable, n.PrimExpr] = {}
+        # keys hold variables by id, so the values keep the keyed expressions alive
+        self._cache: dict[Hashable, tuple[n.PrimExpr, n.PrimExpr]] = {}
+        self._keepalive: list[Any] = []
         self._in_symbolic = 0
 
     # knowledge -----------------------------------------------------------------------------
@@ -120,13 +122,14 @@ class Analyzer:
         """Assume `cond` inside the block: tightens bounds of the variables (and atoms) it
         constrains and lets `can_prove` use it."""
         saved = (dict(self._var_bounds), dict(self._expr_bounds), dict(self._facts),
-                 dict(self._var_modular))
+                 dict(self._var_modular), len(self._keepalive))
         try:
             self._add_constraint(convert(cond))
             self._invalidate()
             yield self
         finally:
-            self._var_bounds, self._expr_bounds, self._facts, self._var_modular = saved
+            self._var_bounds, self._expr_bounds, self._facts, self._var_modular = saved[:4]
+            del self._keepalive[saved[4]:]
             self._invalidate()
 
     def _invalidate(self) -> None:
@@ -142,6 +145,7 @@ class Analyzer:
             return
         if type(c) is n.IntImm:
             return
+        self._keepalive.append(c)
         self._facts[expr_key(c)] = True
         if type(c) is n.Not:
             self._facts[expr_key(c.a)] = False
@@ -176,6 +180,7 @@ class Analyzer:
             old = self._var_bounds.get(atom) or BoundEvaluator(self)(atom)
             self._var_bounds[atom] = b_intersect(old, new)
             return
+        self._keepalive.append(atom)
         keys = [key]
         if type(atom) is Split:
             keys.append(expr_key(sim.canon.atom_expr(atom)))
@@ -214,12 +219,19 @@ class Analyzer:
         self._in_symbolic += 1
         try:
             iv = eval_interval(e, self._var_ranges, self)
-            ev = BoundEvaluator(self)
-            lo = ev(iv.min_value)[0] if iv.min_value is not None else -math.inf
-            hi = ev(iv.max_value)[1] if iv.max_value is not None else math.inf
+            lo = self._tight_bound(iv.min_value)[0] if iv.min_value is not None else -math.inf
+            hi = self._tight_bound(iv.max_value)[1] if iv.max_value is not None else math.inf
             return (lo, hi)
         finally:
             self._in_symbolic -= 1
+
+    def _tight_bound(self, e: n.PrimExpr) -> Pair:
+        """Bounds of an (already simplified) expression via its canonical sum."""
+        b = BoundEvaluator(self)(e)
+        if is_index(e.dtype):
+            sim = Simplifier(self)
+            b = b_intersect(b, sim.canon.bound_sum(sim.sum_of(e)))
+        return b
 
     # queries --------------------------------------------------------------------------------
     def simplify(self, expr: Any) -> n.PrimExpr:
@@ -230,12 +242,12 @@ class Analyzer:
         key = expr_key(e)
         hit = self._cache.get(key)
         if hit is not None:
-            return hit
+            return hit[1]
         r = Simplifier(self).visit(e)
         if r is not e and structural_equal(r, e):
             r = e
         if not self._in_symbolic:
-            self._cache[key] = r
+            self._cache[key] = (e, r)
         return r
 
     canonical_simplify = simplify

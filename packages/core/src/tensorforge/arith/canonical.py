@@ -152,6 +152,14 @@ def s_add_const(x: Sum, v: int) -> Sum:
     return x if v == 0 else Sum(x.terms, x.const + v, x.dtype)
 
 
+def _weight(ac: tuple[Atom, int]) -> float:
+    """Print order: larger strides first; a product with a symbolic factor (`i * n`) counts
+    as a huge stride, like an outer loop over a symbolic shape."""
+    a, c = ac
+    big = type(a) is n.Mul and not (type(a.a) is n.IntImm or type(a.b) is n.IntImm)
+    return -abs(c) * (1e9 if big else 1)
+
+
 def _split_coeff(co: int, c: int) -> tuple[int, int]:
     """co == q*c + r, with r the coefficient left inside a division or modulo by c.
     Positive coefficients reduce modulo c; negative ones stay unless divisible (floordiv
@@ -195,10 +203,20 @@ class Canon:
         self.bound_memo[key] = b
         return b
 
-    def bound_sum(self, s: Sum) -> Pair:
+    def bound_sum(self, s: Sum, depth: int = 0) -> Pair:
         b: Pair = (s.const, s.const)
         for k, (a, c) in s.terms.items():
             b = b_add(b, b_scale(self.bound_atom(a, k), c))
+        if depth < 2 and len(s.terms) > 1 and not (b[0] == b[1]):
+            # k*u*(e // u) == k*e - k*(e % u): tighter when e's terms cancel with others
+            for k, (a, c) in s.terms.items():
+                if type(a) is Split and a.upper is None and c % a.lower == 0 and any(
+                        kk in s.terms for kk in a.e.terms):
+                    q = c // a.lower
+                    alt = s_add(s_add(s, Sum({k: (a, c)}, 0, s.dtype), -1), a.e, q)
+                    alt = s_add(alt, Sum.of_atom(Split(a.e, 1, a.lower), s.dtype), -q)
+                    b2 = self.bound_sum(alt, depth + 1)
+                    b = (max(b[0], b2[0]), min(b[1], b2[1]))
         return b
 
     # conversion back to expressions -------------------------------------------------------
@@ -219,7 +237,7 @@ class Canon:
         dtype = s.dtype
         if not s.terms:
             return n.IntImm(s.const, dtype)
-        items = sorted(s.terms.values(), key=lambda ac: -abs(ac[1]))
+        items = sorted(s.terms.values(), key=_weight)
         if items[0][1] < 0:
             for i, (_, c) in enumerate(items):
                 if c > 0:
