@@ -1,6 +1,7 @@
 """tensorforge: a deep-learning compiler after TVM.
 
-Importing the package is cheap: ``te``, ``lower`` and ``build`` load on first use.
+Importing the package is cheap: ``te``, ``lower``, ``build``, ``compile`` and ``load`` load on
+first use (``load`` needs only the runtime: numpy and ctypes).
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ from tensorforge._version import __version__
 from tensorforge.errors import TensorforgeError
 from tensorforge.target import Target
 
-__all__ = ["Target", "TensorforgeError", "__version__", "build", "lower", "te"]
+__all__ = ["Target", "TensorforgeError", "__version__", "build", "compile", "load", "lower",
+           "te"]
 
 _LAZY = {"te": ("tensorforge.te", None), "lower": ("tensorforge.driver", "lower"),
-         "build": ("tensorforge.driver", "build")}
+         "build": ("tensorforge.driver", "build"),
+         "compile": ("tensorforge.compiler", "compile"),
+         "load": ("tensorforge.runtime.package", "load")}
 
 
 def __getattr__(name: str) -> Any:

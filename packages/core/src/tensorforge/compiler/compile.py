@@ -1,0 +1,155 @@
+"""`tensorforge.compile`: model -> optimized graph -> fused groups -> one module -> model."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import TensorforgeError
+from ..graph.groups import FusedGroup, MemoryPlan
+from ..graph.ir import Graph, Value
+from ..graph.passes import fuse_ops, optimize, plan_memory
+from ..target import Target
+from .kernels import group_args, lower_group
+
+GRAPH_FORMAT = "tensorforge.graph-executor"
+GRAPH_VERSION = 1
+
+
+def load_graph(model: Any, input_shapes: dict[str, Any] | None = None) -> Graph:
+    """A Graph from a Graph, a model path (the frontend chosen by suffix) or an ONNX
+    ModelProto."""
+    if isinstance(model, Graph):
+        if input_shapes:
+            bad = set(input_shapes) - {v.name for v in model.inputs}
+            if bad:
+                raise TensorforgeError(f"input_shapes names {sorted(bad)}, which are not inputs "
+                                       f"of the graph ({[v.name for v in model.inputs]})")
+        return model
+    from ..plugins import get_registry
+
+    reg = get_registry()
+    opts = {"input_shapes": dict(input_shapes)} if input_shapes else {}
+    if type(model).__name__ == "ModelProto":  # an in-memory ONNX model
+        fe = reg.frontends.get("onnx")
+        if fe is None:
+            raise TensorforgeError("compiling an ONNX ModelProto needs the ONNX frontend: "
+                                   "pip install tensorforge-frontend-onnx")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "model.onnx")
+            with open(path, "wb") as f:
+                f.write(model.SerializeToString())
+            return fe.load_loader()(path, **opts)
+    if not isinstance(model, (str, os.PathLike)):
+        raise TensorforgeError(f"compile takes a model path, an ONNX ModelProto or a "
+                               f"tensorforge Graph, not {type(model).__name__}")
+    path = os.fspath(model)
+    if not os.path.exists(path):
+        raise TensorforgeError(f"model file {path!r} does not exist")
+    fe = reg.frontend_for(path)
+    if fe is None:
+        known = ", ".join(f"{f.name} ({', '.join(f.suffixes)})" for f in reg.frontends.values())
+        raise TensorforgeError(f"no frontend reads {os.path.basename(path)!r}; installed "
+                               f"frontends: {known or 'none (pip install tensorforge[onnx])'}")
+    return fe.load_loader()(path, **opts)
+
+
+@dataclass
+class Plan:
+    """What the graph level decided: the optimized graph, its groups and memory plan."""
+
+    graph: Graph
+    groups: list[FusedGroup]
+    memory: MemoryPlan
+    times: dict[str, float] = field(default_factory=dict)
+
+
+def plan(model: Any, target: Any = None, input_shapes: dict[str, Any] | None = None,
+         opt_level: int = 3) -> Plan:
+    """Run the graph level only (no code generation): `tforge inspect` uses this."""
+    t0 = time.perf_counter()
+    g = load_graph(model, input_shapes)
+    t1 = time.perf_counter()
+    g = optimize(g, target, opt_level)
+    groups = fuse_ops(g, enabled=opt_level >= 1)
+    memory = plan_memory(g, groups)
+    t2 = time.perf_counter()
+    return Plan(g, groups, memory, {"load_s": t1 - t0, "graph_s": t2 - t1})
+
+
+def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | None = None,
+            opt_level: int = 3, tuning_db: Any = None) -> Any:
+    """Compile `model` (path, ONNX ModelProto or Graph) for `target`; returns a CompiledModel
+    (`run`, `benchmark`, `export`). opt_level 0 disables folding and fusion (one kernel per
+    op). `tuning_db` is accepted for the tuner (issue 6); schedules are not tuned yet."""
+    from ..plugins import get_registry
+    from ..runtime.graph_executor import CompiledModel
+
+    tgt = Target.coerce(target)
+    p = plan(model, tgt, input_shapes, opt_level)
+    t0 = time.perf_counter()
+    strategies = get_registry().strategies(tgt)
+    funcs, how = [], {}
+    for grp in p.groups:
+        f, how[grp.name] = lower_group(grp, tgt, strategies)
+        funcs.append(f)
+    t1 = time.perf_counter()
+    module = tgt.kind.load_build()(funcs, tgt) if funcs else None
+    t2 = time.perf_counter()
+    p.times.update(lower_s=t1 - t0, build_s=t2 - t1)
+    desc, params = describe(p, tgt, how)
+    return CompiledModel(module, desc, params)
+
+
+def describe(p: Plan, target: Target, how: dict[str, str] | None = None
+             ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The executor's description (JSON-able) and its parameters (constants) by key."""
+    g = p.graph
+    vid: dict[int, int] = {}
+    values: list[dict[str, Any]] = []
+    params: dict[str, np.ndarray] = {}
+    inputs = {id(v) for v in g.inputs}
+    outputs = {id(v) for v in g.outputs}
+
+    def ref(v: Value) -> int:
+        if id(v) not in vid:
+            vid[id(v)] = len(values)
+            kind = ("input" if id(v) in inputs else "const" if v.is_const
+                    else "output" if id(v) in outputs else "intermediate")
+            entry = {"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "kind": kind,
+                     "storage": p.memory.storage_of.get(v)}
+            if kind == "const":
+                entry["param"] = f"p{len(params)}"
+                params[entry["param"]] = v.const
+            values.append(entry)
+        return vid[id(v)]
+
+    for v in g.inputs:
+        ref(v)
+    kernels = []
+    for grp in p.groups:
+        kernels.append({"name": grp.name, "args": [ref(v) for v in group_args(grp)],
+                        "outputs": len(grp.outputs), "ops": [n.op for n in grp.nodes],
+                        "master": grp.master.op, "pattern": grp.pattern.name,
+                        "schedule": (how or {}).get(grp.name, "")})
+    desc = {
+        "format": GRAPH_FORMAT, "version": GRAPH_VERSION, "name": g.name,
+        "target": str(target),
+        "inputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "value": ref(v)}
+                   for v in g.inputs],
+        "outputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "value": ref(v)}
+                    for v in g.outputs],
+        "values": values,
+        "storages": list(p.memory.storage_bytes),
+        "kernels": kernels,
+        "memory": {"planned_bytes": p.memory.planned_bytes,
+                   "unplanned_bytes": p.memory.unplanned_bytes(),
+                   "params_bytes": int(sum(a.nbytes for a in params.values()))},
+        "times": {k: round(v, 4) for k, v in p.times.items()},
+    }
+    return desc, params

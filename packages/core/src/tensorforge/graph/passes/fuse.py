@@ -1,0 +1,128 @@
+"""Operator fusion by op class (TVM's rules), from a graph to fused groups in topological order.
+
+Walking the nodes in order, a node joins the group of the producer of one of its inputs when:
+
+- that value has this node as its only consumer and is not a graph output (a value read
+  outside a group, or by the user, must be materialized);
+- the classes allow it:
+  * an OUT_ELEMWISE_FUSABLE group (conv2d, dense, matmul, pools) takes ELEMWISE/BROADCAST
+    consumers of the master's output shape: bias, batch-norm scale/shift, relu/clip, the
+    residual add;
+  * an injective group (ELEMWISE/BROADCAST/INJECTIVE) takes injective consumers, and a
+    COMM_REDUCE consumer, which becomes the master (the chain is inlined into the reduction);
+  * a COMM_REDUCE group takes ELEMWISE/BROADCAST consumers of its output shape;
+  * OUT_ELEMWISE_FUSABLE and OPAQUE nodes never join a producer; nothing joins an OPAQUE node.
+
+With `enabled=False` (opt-level 0) every node is its own group.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...errors import TensorforgeError
+from ..groups import FusedGroup
+from ..ir import Graph, Node, Value
+from ..registry import OpPattern, get_op
+
+_EW = OpPattern.BROADCAST
+_INJ = OpPattern.INJECTIVE
+
+
+class _Group:
+    def __init__(self, node: Node, pattern: OpPattern):
+        self.nodes = [node]
+        self.pattern = pattern
+        self.master = node
+
+    def accepts(self, n: Node, pattern: OpPattern) -> bool:
+        gp = self.pattern
+        if pattern >= OpPattern.OUT_ELEMWISE_FUSABLE or gp == OpPattern.OPAQUE:
+            return False
+        same_shape = all(o.shape == self.master.outputs[0].shape for o in n.outputs)
+        if gp in (OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.COMM_REDUCE):
+            return pattern <= _EW and same_shape
+        # injective group
+        return pattern <= OpPattern.COMM_REDUCE
+
+    def add(self, n: Node, pattern: OpPattern) -> None:
+        self.nodes.append(n)
+        if pattern > self.pattern:
+            self.pattern = pattern
+        if pattern >= OpPattern.COMM_REDUCE or self.pattern <= _INJ:
+            self.master = n
+
+
+def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
+    """Cut `g` into fused groups (one kernel each), in an order that respects dependencies."""
+    consumers = g.consumers()
+    graph_outputs = {id(v) for v in g.outputs}
+    group_of: dict[int, _Group] = {}  # id(node) -> group
+    groups: list[_Group] = []
+    for n in g.nodes:
+        pattern = get_op(n.op).pattern
+        joined = None
+        if enabled and pattern < OpPattern.OUT_ELEMWISE_FUSABLE:
+            for v in n.inputs:
+                p = v.producer
+                if v.is_const or p is None or id(v) in graph_outputs:
+                    continue
+                if any(c is not n for c in consumers.get(v, [])):
+                    continue
+                grp = group_of[id(p)]
+                if grp.accepts(n, pattern):
+                    joined = grp
+                    break
+        if joined is None:
+            joined = _Group(n, pattern)
+            groups.append(joined)
+        else:
+            joined.add(n, pattern)
+        group_of[id(n)] = joined
+    return _finish(g, groups, consumers, graph_outputs)
+
+
+def _finish(g: Graph, groups: list[_Group], consumers: dict[Value, list[Node]],
+            graph_outputs: set[int]) -> list[FusedGroup]:
+    pos = {id(n): i for i, n in enumerate(g.nodes)}
+    groups.sort(key=lambda grp: max(pos[id(n)] for n in grp.nodes))
+    result: list[FusedGroup] = []
+    produced: set[int] = {id(v) for v in g.inputs}
+    used_names: set[str] = set()
+    for k, grp in enumerate(groups):
+        members = {id(n) for n in grp.nodes}
+        inside = {id(o) for n in grp.nodes for o in n.outputs}
+        inputs: list[Value] = []
+        for n in grp.nodes:
+            for v in n.inputs:
+                if id(v) not in inside and all(v is not x for x in inputs):
+                    inputs.append(v)
+        outputs = [o for n in grp.nodes for o in n.outputs
+                   if id(o) in graph_outputs
+                   or any(id(c) not in members for c in consumers.get(o, []))]
+        if not outputs:  # dead group (DCE not run): keep its last value so it still runs
+            outputs = list(grp.nodes[-1].outputs)
+        for v in inputs:
+            if not v.is_const and id(v) not in produced:
+                raise TensorforgeError(
+                    f"fuse_ops: group of {', '.join(n.name for n in grp.nodes)} reads %{v.name} "
+                    "before it is computed (a fusion cycle; please report this)")
+        produced.update(id(o) for o in outputs)
+        result.append(FusedGroup(_name(k, grp, used_names), list(grp.nodes), inputs, outputs,
+                                 grp.master, grp.pattern))
+    return result
+
+
+def _name(k: int, grp: _Group, used: set[str]) -> str:
+    """A C identifier: `fused_<ops>` (shortened), unique in the model."""
+    ops: list[str] = []
+    for n in grp.nodes:
+        if not ops or ops[-1] != n.op:
+            ops.append(n.op)
+    base = re.sub(r"[^A-Za-z0-9_]", "_", "fused_" + "_".join(ops))[:48]
+    name, i = base, 1
+    while name in used:
+        name = f"{base}_{i}"
+        i += 1
+    used.add(name)
+    return name

@@ -1,0 +1,150 @@
+"""Structural passes: copy, type re-check, common-subexpression and dead-code elimination,
+plus the small rewriting helpers the other passes share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...errors import TensorforgeError
+from ..ir import Graph, Node, Value
+from ..registry import get_op
+
+
+def copy_graph(g: Graph) -> Graph:
+    """A copy with fresh Values and Nodes (constant arrays are shared, never mutated)."""
+    new = Graph(g.name)
+    new._names = set(g._names)
+    new._node_names = set(g._node_names)
+    vmap: dict[Value, Value] = {}
+
+    def get(v: Value) -> Value:
+        if v not in vmap:
+            vmap[v] = Value(v.name, v.shape, v.dtype, v.const)
+        return vmap[v]
+
+    new.inputs = [get(v) for v in g.inputs]
+    for n in g.nodes:
+        node = Node(n.op, [get(v) for v in n.inputs], [get(v) for v in n.outputs],
+                    dict(n.attrs), n.name)
+        for o in node.outputs:
+            o.producer = node
+        new.nodes.append(node)
+    new.outputs = [get(v) for v in g.outputs]
+    return new
+
+
+def replace_uses(g: Graph, old: Value, new: Value) -> None:
+    """Every read of `old` (node inputs, graph outputs) reads `new` instead."""
+    for n in g.nodes:
+        if any(v is old for v in n.inputs):
+            n.inputs = [new if v is old else v for v in n.inputs]
+    g.outputs = [new if v is old else v for v in g.outputs]
+
+
+def make_node(g: Graph, op: str, inputs: list[Value], attrs: dict[str, Any] | None = None,
+              name: str = "") -> Node:
+    """A typed node that is not yet placed in `g.nodes` (the caller puts it in order)."""
+    g.add_node(op, inputs, attrs, name)
+    return g.nodes.pop()
+
+
+def infer_types(g: Graph) -> Graph:
+    """Re-run every op's type inference and check it against the recorded output types, and
+    that every value is defined before it is read."""
+    defined = {id(v) for v in g.inputs}
+    for n in g.nodes:
+        for v in n.inputs:
+            if not v.is_const and id(v) not in defined:
+                raise TensorforgeError(
+                    f"graph {g.name!r}: node {n.name} ({n.op}) reads %{v.name} before it is "
+                    "defined (nodes must be in topological order)")
+        try:
+            types = get_op(n.op).infer([(v.shape, v.dtype) for v in n.inputs], n.attrs)
+        except TensorforgeError:
+            raise
+        except Exception as exc:
+            raise TensorforgeError(
+                f"graph {g.name!r}: type inference of node {n.name} ({n.op}) failed: "
+                f"{type(exc).__name__}: {exc}") from exc
+        if len(types) != len(n.outputs):
+            raise TensorforgeError(
+                f"graph {g.name!r}: node {n.name} ({n.op}) has {len(n.outputs)} outputs but "
+                f"its op infers {len(types)}")
+        for o, (shape, dtype) in zip(n.outputs, types):
+            if tuple(int(d) for d in shape) != tuple(o.shape) or dtype != o.dtype:
+                raise TensorforgeError(
+                    f"graph {g.name!r}: node {n.name} ({n.op}) output %{o.name} is recorded as "
+                    f"{o.dtype}{list(o.shape)} but its op infers {dtype}{list(shape)}")
+            defined.add(id(o))
+    for v in g.outputs:
+        if not v.is_const and id(v) not in defined:
+            raise TensorforgeError(f"graph {g.name!r}: output %{v.name} is never computed")
+    return g
+
+
+def eliminate_dead_code(g: Graph) -> Graph:
+    """Drop nodes none of whose outputs reaches a graph output."""
+    live = {id(v) for v in g.outputs}
+    keep: list[Node] = []
+    for n in reversed(g.nodes):
+        if any(id(o) in live for o in n.outputs):
+            keep.append(n)
+            live.update(id(v) for v in n.inputs)
+    g.nodes = keep[::-1]
+    return g
+
+
+def _freeze(x: Any) -> Any:
+    if isinstance(x, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return tuple(_freeze(v) for v in x)
+    if isinstance(x, np.ndarray):
+        return (x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, float) and x != x:
+        return "nan"
+    return x
+
+
+_SMALL_CONST = 64  # constants up to this many elements are merged by value
+
+
+def eliminate_common_subexpr(g: Graph) -> Graph:
+    """Merge nodes with the same op, attributes and inputs (and equal small constants)."""
+    const_key: dict[Any, Value] = {}
+    canon: dict[int, Value] = {}
+
+    def key_of(v: Value) -> Any:
+        v = canon.get(id(v), v)
+        if v.is_const and v.size <= _SMALL_CONST:
+            k = ("const", v.dtype, v.shape, v.const.tobytes())
+            first = const_key.setdefault(k, v)
+            canon[id(v)] = first
+            return id(first)
+        return id(v)
+
+    seen: dict[Any, Node] = {}
+    keep: list[Node] = []
+    for n in g.nodes:
+        n.inputs = [canon.get(id(v), v) for v in n.inputs]
+        try:
+            key = (n.op, tuple(key_of(v) for v in n.inputs), _freeze(n.attrs))
+            hash(key)
+        except TypeError:
+            keep.append(n)
+            continue
+        n.inputs = [canon.get(id(v), v) for v in n.inputs]
+        prev = seen.get(key)
+        if prev is None:
+            seen[key] = n
+            keep.append(n)
+            continue
+        for old, new in zip(n.outputs, prev.outputs):
+            canon[id(old)] = new
+    g.nodes = keep
+    for n in g.nodes:
+        n.inputs = [canon.get(id(v), v) for v in n.inputs]
+    g.outputs = [canon.get(id(v), v) for v in g.outputs]
+    return g
