@@ -14,7 +14,7 @@ from typing import Any
 from ..expr import dtype as dt
 from ..expr import nodes as n
 from ..expr.construct import truncdiv_int, truncmod_int
-from .rewrite import cast_value, round_f32
+from .fold import cast_value, round_f32
 
 Value = Any  # int | float | bool | tuple of those (vectors)
 

@@ -9,9 +9,7 @@ reassociated. The mutator memoizes by node identity, so shared subtrees are simp
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Hashable
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from ..expr import dtype as dt
@@ -21,147 +19,24 @@ from ..expr.functor import ExprMutator, ExprVisitor
 from ..expr.structural import structural_equal
 from .bound import Pair, b_intersect
 from .canonical import Canon, Sum, expr_key, s_add, s_scale
+from .fold import (
+    CMP_FOLD,
+    IMM,
+    NEGATE,
+    bool_const,
+    cast_value,
+    const_value,
+    decide_bounds,
+    fold_float,
+    fold_int,
+    is_index,
+    lanes_of,
+    wrap_int,
+    zero_of,
+)
 
 if TYPE_CHECKING:
     from .analyzer import Analyzer
-
-
-@cache
-def is_index(dtype: str) -> bool:
-    """Scalar signed integers: the dtypes canonical index arithmetic applies to."""
-    d = dt.parse(dtype)
-    return d.lanes == 1 and d.code == "int"
-
-
-def _lanes(dtype: str) -> int:
-    return dt.lanes(dtype)
-
-
-def round_f32(v: float) -> float:
-    try:
-        return struct.unpack("f", struct.pack("f", v))[0]
-    except OverflowError:
-        return math.copysign(math.inf, v)
-
-
-def wrap_int(v: int, dtype: str) -> int:
-    """The value a cast to `dtype` produces: bool -> 0/1; uint and narrow ints wrap."""
-    d = dt.parse(dtype)
-    if d.code == "bool":
-        return int(v != 0)
-    if d.code == "uint":
-        return v % (1 << d.bits)
-    if d.code == "int" and d.bits < 32:
-        m = 1 << d.bits
-        v %= m
-        return v - m if v >= m // 2 else v
-    return v
-
-
-def cast_value(v: Any, dtype: str) -> Any:
-    """Python semantics of `Cast(dtype, const)` (shared with the evaluator)."""
-    d = dt.parse(dtype)
-    if d.code == "float":
-        f = float(v)
-        return round_f32(f) if d.bits == 32 else f
-    if d.code == "bool":
-        return bool(v)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            raise ValueError(f"cannot cast {v} to {dtype}")
-        v = int(v)  # truncation toward zero
-    return wrap_int(int(v), dtype)
-
-
-def _fold_float(t: type, x: float, y: float, dtype: str) -> float | None:
-    if t is n.Add:
-        r = x + y
-    elif t is n.Sub:
-        r = x - y
-    elif t is n.Mul:
-        r = x * y
-    elif t is n.Div:
-        if y == 0:
-            return None
-        r = x / y
-    elif t is n.Min:
-        r = min(x, y)
-    elif t is n.Max:
-        r = max(x, y)
-    else:
-        return None
-    return round_f32(r) if dt.bits(dtype) == 32 else r
-
-
-def _fold_int(t: type, x: int, y: int) -> int | None:
-    if t is n.Add:
-        return x + y
-    if t is n.Sub:
-        return x - y
-    if t is n.Mul:
-        return x * y
-    if t is n.Min:
-        return min(x, y)
-    if t is n.Max:
-        return max(x, y)
-    if y == 0:
-        return None
-    if t is n.FloorDiv:
-        return x // y
-    if t is n.FloorMod:
-        return x % y
-    if t is n.Div:
-        return truncdiv_int(x, y)
-    if t is n.Mod:
-        return truncmod_int(x, y)
-    return None
-
-
-CMP_FOLD = {
-    n.LT: lambda x, y: x < y,
-    n.LE: lambda x, y: x <= y,
-    n.GT: lambda x, y: x > y,
-    n.GE: lambda x, y: x >= y,
-    n.EQ: lambda x, y: x == y,
-    n.NE: lambda x, y: x != y,
-}
-NEGATE = {n.LT: n.GE, n.GE: n.LT, n.LE: n.GT, n.GT: n.LE, n.EQ: n.NE, n.NE: n.EQ}
-_IMM = (n.IntImm, n.FloatImm)
-
-
-def _zero(dtype: str) -> n.PrimExpr:
-    return n.FloatImm(0.0, dtype) if dt.is_float(dtype) else n.IntImm(0, dtype)
-
-
-def bool_const(v: bool, lanes: int = 1) -> n.PrimExpr:
-    c = n.IntImm(int(v), "bool")
-    return c if lanes == 1 else n.Broadcast(c, lanes)
-
-
-def const_value(e: n.PrimExpr) -> Any:
-    """The value of a scalar or broadcast immediate, else None."""
-    if type(e) is n.Broadcast:
-        e = e.value
-    if type(e) in _IMM:
-        return e.value
-    return None
-
-
-def decide_bounds(t: type, lo: Any, hi: Any) -> bool | None:
-    """Truth of `d <op> 0` for every d in [lo, hi], or None when it depends on d."""
-    if t is n.LT:
-        return True if hi < 0 else False if lo >= 0 else None
-    if t is n.LE:
-        return True if hi <= 0 else False if lo > 0 else None
-    if t is n.GT:
-        return True if lo > 0 else False if hi <= 0 else None
-    if t is n.GE:
-        return True if lo >= 0 else False if hi < 0 else None
-    if lo > 0 or hi < 0:
-        return t is n.NE
-    if lo == hi == 0:
-        return t is n.EQ
-    return None
 
 
 class _CountUses(ExprVisitor):
@@ -340,17 +215,17 @@ class Simplifier(ExprMutator):
     def _arith(self, e: Any, a: n.PrimExpr, b: n.PrimExpr) -> n.PrimExpr:
         """Non-index arithmetic: vector forms, constant folding, otherwise structure kept."""
         t = type(e)
-        if _lanes(a.dtype) > 1:
+        if lanes_of(a.dtype) > 1:
             r = self._vector_arith(t, a, b)
             if r is not None:
                 return r
         ta, tb = type(a), type(b)
         if ta is n.FloatImm and tb is n.FloatImm:
-            v = _fold_float(t, a.value, b.value, a.dtype)
+            v = fold_float(t, a.value, b.value, a.dtype)
             if v is not None:
                 return n.FloatImm(v, a.dtype)
         elif ta is n.IntImm and tb is n.IntImm and not dt.is_bool(a.dtype):
-            v = _fold_int(t, a.value, b.value)
+            v = fold_int(t, a.value, b.value)
             if v is not None:
                 return n.IntImm(wrap_int(v, a.dtype), a.dtype)
         return self._rebuild(e, a, b)
@@ -369,7 +244,7 @@ class Simplifier(ExprMutator):
             if ta is n.Ramp and tb is n.Broadcast:
                 return self._ramp(bin_(t, a.base, b.value), a.stride, a.lanes)
             if ta is n.Broadcast and tb is n.Ramp:
-                stride = b.stride if t is n.Add else bin_(n.Sub, _zero(b.stride.dtype), b.stride)
+                stride = b.stride if t is n.Add else bin_(n.Sub, zero_of(b.stride.dtype), b.stride)
                 return self._ramp(bin_(t, a.value, b.base), stride, a.lanes)
             if ta is n.Ramp and tb is n.Ramp:
                 return self._ramp(bin_(t, a.base, b.base), bin_(t, a.stride, b.stride), a.lanes)
@@ -419,7 +294,7 @@ class Simplifier(ExprMutator):
 
     def _minmax(self, t: type, e: Any, a: n.PrimExpr, b: n.PrimExpr) -> n.PrimExpr:
         is_min = t is n.Min
-        if type(a) in _IMM and type(b) in _IMM:
+        if type(a) in IMM and type(b) in IMM:
             if is_min:
                 return a if a.value <= b.value else b
             return a if a.value >= b.value else b
@@ -467,9 +342,9 @@ class Simplifier(ExprMutator):
 
     def _cmp_ab(self, t: type, a: n.PrimExpr, b: n.PrimExpr, e: Any = None) -> n.PrimExpr:
         ta, tb = type(a), type(b)
-        if ta in _IMM and tb in _IMM:
+        if ta in IMM and tb in IMM:
             return bool_const(CMP_FOLD[t](a.value, b.value))
-        lanes = _lanes(a.dtype)
+        lanes = lanes_of(a.dtype)
         if lanes > 1:
             return self._vec_cmp(t, a, b, e)
         if is_index(a.dtype):
@@ -514,7 +389,7 @@ class Simplifier(ExprMutator):
         return None
 
     def _vec_cmp(self, t: type, a: n.PrimExpr, b: n.PrimExpr, e: Any) -> n.PrimExpr:
-        lanes = _lanes(a.dtype)
+        lanes = lanes_of(a.dtype)
         if type(a) is n.Broadcast and type(b) is n.Broadcast:
             return n.Broadcast(self._cmp_ab(t, a.value, b.value), lanes)
         ra, rb = self._lane_range(a), self._lane_range(b)
@@ -537,7 +412,7 @@ class Simplifier(ExprMutator):
 
     def _logic(self, e: Any, is_and: bool) -> n.PrimExpr:
         a, b = self.visit(e.a), self.visit(e.b)
-        lanes = _lanes(a.dtype)
+        lanes = lanes_of(a.dtype)
         for x, y in ((a, b), (b, a)):
             v = const_value(x)
             if v is not None:
@@ -561,7 +436,7 @@ class Simplifier(ExprMutator):
         a = self.visit(e.a)
         v = const_value(a)
         if v is not None:
-            return bool_const(not v, _lanes(a.dtype))
+            return bool_const(not v, lanes_of(a.dtype))
         if type(a) is n.Not:
             return a.a
         if type(a) in NEGATE and not dt.is_float(a.a.dtype):
@@ -587,7 +462,7 @@ class Simplifier(ExprMutator):
         v = self.visit(e.value)
         if v.dtype == e.dtype:
             return v
-        if type(v) in _IMM and _lanes(e.dtype) == 1:
+        if type(v) in IMM and lanes_of(e.dtype) == 1:
             try:
                 r = cast_value(v.value, e.dtype)
             except (ValueError, OverflowError):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...arith import Analyzer
-from ...arith.rewrite import const_value
+from ...arith.fold import const_value
 from ...expr import IntImm, Not, PrimExpr, Range, Var
 from ...expr import dtype as dt
 from ...expr.functor import ExprMutator, substitute
