@@ -628,3 +628,52 @@ def test_transpose(llvm_target: Any, sched: str, perm: tuple[int, ...]) -> None:
         s[XX].compute_at(s[out], a0)
     x = rand(shape)
     run_and_check(s, [X, out], [x], x.transpose(perm), exact=True)
+
+
+# regression: ceil_mode added a last window that starts in the trailing padding (all -inf for
+# max, a zero count -> NaN for avg); onnxruntime and PyTorch drop it
+@pytest.mark.parametrize("h,k,stride,pad,out_size",
+                         [(7, 2, 2, 1, 4), (6, 2, 3, 0, 2), (11, 3, 3, 1, 4), (5, 2, 3, 1, 2),
+                          (11, 3, 2, 1, 6)])
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pool_ceil_mode_drops_window_in_padding(llvm_target: Any, kind: str, h: int, k: int,
+                                                stride: int, pad: int, out_size: int) -> None:
+    X = te.placeholder((1, 2, h, h), name="X")
+    if kind == "max":
+        out = ops.max_pool2d(X, (k, k), stride, pad, ceil_mode=True)
+        expected = ref.max_pool2d
+    else:
+        out = ops.avg_pool2d(X, (k, k), stride, pad, ceil_mode=True)
+        expected = ref.avg_pool2d
+    assert tuple(d.value for d in out.shape) == (1, 2, out_size, out_size)
+    s = te.create_schedule(out.op)
+    x = rand((1, 2, h, h))
+    exp = expected(x, (k, k), stride, pad, ceil_mode=True)
+    assert exp.shape == (1, 2, out_size, out_size) and np.isfinite(exp).all()
+    run_and_check(s, [X, out], [x], exp, k=k * k)
+
+
+def test_pool_shapes_match_onnxruntime(llvm_target: Any) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    helper = pytest.importorskip("onnx.helper")
+    from onnx import TensorProto
+
+    for op, h, k, stride, pad, cip in [("MaxPool", 7, 2, 2, 1, 0), ("AveragePool", 11, 3, 3, 1, 1),
+                                       ("AveragePool", 10, 3, 2, 1, 0)]:
+        attrs: dict[str, Any] = dict(kernel_shape=[k, k], strides=[stride, stride],
+                                     pads=[pad] * 4, ceil_mode=1)
+        if op == "AveragePool":
+            attrs["count_include_pad"] = cip
+        graph = helper.make_graph(
+            [helper.make_node(op, ["x"], ["y"], **attrs)], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, h, h])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+        sess = ort.InferenceSession(model.SerializeToString())
+        x = rand((1, 1, h, h))
+        want = sess.run(None, {"x": x})[0]
+        X = te.placeholder((1, 1, h, h), name="X")
+        out = (ops.max_pool2d(X, (k, k), stride, pad, ceil_mode=True) if op == "MaxPool" else
+               ops.avg_pool2d(X, (k, k), stride, pad, count_include_pad=bool(cip),
+                              ceil_mode=True))
+        run_and_check(te.create_schedule(out.op), [X, out], [x], want, k=k * k)

@@ -158,7 +158,12 @@ def depthwise_conv2d_nchw(
 
 def _pool_out(h: int, k: int, s: int, p0: int, p1: int, ceil_mode: bool) -> int:
     num = h + p0 + p1 - k
-    return (-(-num // s) if ceil_mode else num // s) + 1
+    out = (-(-num // s) if ceil_mode else num // s) + 1
+    if ceil_mode and (out - 1) * s >= h + p0:
+        # ceil_mode never adds a window that starts in the trailing padding (onnxruntime,
+        # PyTorch): it would hold padding only (-inf for max, a zero count for avg)
+        out -= 1
+    return out
 
 
 def max_pool2d(

@@ -69,7 +69,9 @@ def _pool(x: np.ndarray, kernel: Sequence[int], stride: int | Sequence[int],
 
     def size(d: int, k: int, s: int, p0: int, p1: int) -> int:
         num = d + p0 + p1 - k
-        return (-(-num // s) if ceil_mode else num // s) + 1
+        out = (-(-num // s) if ceil_mode else num // s) + 1
+        # no window may start in the trailing padding (onnxruntime and PyTorch agree)
+        return out - 1 if ceil_mode and (out - 1) * s >= d + p0 else out
 
     oh, ow = size(h, kh, sh, pt, pb), size(w, kw, sw, pl, pr)
     eb = max(0, (oh - 1) * sh + kh - h - pt)

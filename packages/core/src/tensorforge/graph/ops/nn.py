@@ -145,7 +145,9 @@ def _pool_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
 
     def size(d: int, k: int, s: int, p0: int, p1: int) -> int:
         num = d + p0 + p1 - k
-        return (-(-num // s) if ceil_mode else num // s) + 1
+        out = (-(-num // s) if ceil_mode else num // s) + 1
+        # as ops.nn: ceil_mode adds no window that starts in the trailing padding
+        return out - 1 if ceil_mode and (out - 1) * s >= d + p0 else out
 
     return [((n, c, size(h, kh, sh, pt, pb), size(w, kw, sw, pl, pr)), dt)]
 
