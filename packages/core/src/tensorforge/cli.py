@@ -1,6 +1,6 @@
 """The ``tforge`` command.
 
-``tforge plugins`` and ``tforge targets`` exist today; compile, run, tune, bench and inspect
+``tforge plugins``, ``targets``, ``compile``, ``run`` and ``inspect`` exist today; tune and bench
 arrive with their issues: each is a function ``add_<name>(subparsers)`` that sets ``func``.
 Errors print one paragraph and exit 1 (2 for usage errors); ``--debug`` shows the traceback.
 """
@@ -131,7 +131,205 @@ def run_targets(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = (add_plugins, add_targets)
+# -- tforge compile / run / inspect ------------------------------------------------------------
+def _shapes(items: Sequence[str] | None) -> dict[str, tuple[int, ...]] | None:
+    """`name=1,3,224,224` options as {name: shape}."""
+    if not items:
+        return None
+    out = {}
+    for item in items:
+        name, sep, dims = item.partition("=")
+        try:
+            if not sep or not name:
+                raise ValueError
+            out[name] = tuple(int(d) for d in dims.split(",") if d.strip())
+        except ValueError:
+            raise TensorforgeError(f"--input-shape {item!r}: write NAME=D0,D1,... (e.g. "
+                                   "input=1,3,224,224)") from None
+    return out
+
+
+def add_compile(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compile", help="compile a model into a .tfpkg package",
+                       description="Compile MODEL (e.g. model.onnx) for TARGET into one .tfpkg "
+                       "file that `tforge run` and tensorforge.load() run without the compiler.")
+    p.add_argument("model", help="model file (its suffix picks the frontend)")
+    p.add_argument("--target", default="llvm", help="target string or tag (default: llvm)")
+    p.add_argument("-o", "--output", required=True, help="the package to write (.tfpkg)")
+    p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
+                   help="fix the shape of an input (repeatable)")
+    p.add_argument("--opt-level", type=int, default=3, choices=range(4),
+                   help="0 disables folding and fusion (default 3)")
+    p.set_defaults(func=run_compile)
+
+
+def run_compile(args: argparse.Namespace) -> int:
+    import time
+
+    import tensorforge
+
+    t0 = time.perf_counter()
+    model = tensorforge.compile(args.model, target=args.target,
+                                input_shapes=_shapes(args.input_shape), opt_level=args.opt_level)
+    path = model.export(args.output)
+    mem = model.desc["memory"]
+    print(f"compiled {args.model} for {model.desc['target']} in "
+          f"{time.perf_counter() - t0:.2f} s: {len(model.kernels)} kernels, intermediate memory "
+          f"{mem['planned_bytes']} bytes (without reuse {mem['unplanned_bytes']}), params "
+          f"{mem['params_bytes']} bytes -> {path}")
+    return 0
+
+
+def add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run a compiled .tfpkg package",
+                       description="Run a package written by `tforge compile`. Inputs come from "
+                       ".npy files (--input name=file.npy); --fill random makes up the others.")
+    p.add_argument("package", help="a .tfpkg file")
+    p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                   help="an input from a .npy file (repeatable)")
+    p.add_argument("--fill", choices=["random", "zeros"],
+                   help="fill inputs not given with random values or zeros")
+    p.add_argument("--output", metavar="DIR", help="write each output to DIR/<name>.npy")
+    p.add_argument("--print-time", action="store_true", help="time the model (see --repeat)")
+    p.add_argument("--repeat", type=int, default=10, help="timed runs for --print-time")
+    p.set_defaults(func=run_run)
+
+
+def run_run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    import tensorforge
+
+    model = tensorforge.load(args.package)
+    inputs: dict[str, Any] = {}
+    for item in args.input:
+        name, sep, file = item.partition("=")
+        if not sep or not name or not file:
+            raise TensorforgeError(f"--input {item!r}: write NAME=FILE.npy")
+        try:
+            inputs[name] = np.load(file, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise TensorforgeError(f"--input {name}: cannot read {file!r}: {exc}") from None
+    if args.fill:
+        made = model.random_inputs()
+        for spec in model.input_specs:
+            if spec["name"] not in inputs:
+                x = made[spec["name"]]
+                inputs[spec["name"]] = x if args.fill == "random" else np.zeros_like(x)
+    outputs = model.run(inputs)
+    for spec, out in zip(model.output_specs, outputs):
+        if args.output:
+            os.makedirs(args.output, exist_ok=True)
+            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in spec["name"])
+            path = os.path.join(args.output, f"{safe}.npy")
+            np.save(path, out)
+            print(f"{spec['name']}: {out.dtype}{list(out.shape)} -> {path}")
+        else:
+            flat = ", ".join(f"{v:.6g}" for v in out.reshape(-1)[:8].tolist())
+            more = ", ..." if out.size > 8 else ""
+            print(f"{spec['name']}: {out.dtype}{list(out.shape)} [{flat}{more}]")
+    if args.print_time:
+        print(f"time: {model.benchmark(inputs, repeat=args.repeat)}")
+    return 0
+
+
+def add_inspect(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("inspect", help="show a model's ops, shapes, fused groups, memory plan",
+                       description="Load MODEL, run the graph passes and show its ops with "
+                       "counts, inputs and outputs, the fused groups (one kernel each), ops the "
+                       "frontend or compiler cannot handle, and the memory plan.")
+    p.add_argument("model", help="model file (its suffix picks the frontend)")
+    p.add_argument("--target", default=None, help="target for target-driven passes (layout)")
+    p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
+                   help="fix the shape of an input (repeatable)")
+    p.add_argument("--opt-level", type=int, default=3, choices=range(4))
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run_inspect)
+
+
+def _unsupported(model: str) -> list[str] | None:
+    """Ops of `model` the frontend cannot convert, if it can tell (`unsupported_ops(path)`)."""
+    from tensorforge.plugins.descriptors import load_ref
+
+    fe = _registry().frontend_for(model)
+    if fe is None:
+        return None
+    try:
+        fn = load_ref(fe.load.partition(":")[0] + ":unsupported_ops")
+    except TensorforgeError:
+        return None
+    found = fn(model)
+    return sorted(found) if found is not None else None
+
+
+def inspect_report(model: str, target: Any = None, input_shapes: Any = None,
+                   opt_level: int = 3) -> dict[str, Any]:
+    from tensorforge.compiler import load_graph, plan
+    from tensorforge.graph import get_op
+
+    unsupported = _unsupported(model)
+    if unsupported:
+        return {"model": model, "unsupported_ops": unsupported}
+    graph = load_graph(model, input_shapes)
+    p = plan(graph, target, opt_level=opt_level)
+    no_compute = sorted({n.op for n in p.graph.nodes if get_op(n.op).compute is None})
+
+    def spec(v: Any) -> dict[str, Any]:
+        return {"name": v.name, "shape": list(v.shape), "dtype": v.dtype}
+
+    return {
+        "model": model, "name": graph.name,
+        "inputs": [spec(v) for v in graph.inputs], "outputs": [spec(v) for v in graph.outputs],
+        "ops": dict(sorted(graph.op_counts().items())),
+        "ops_after_passes": dict(sorted(p.graph.op_counts().items())),
+        "params": len(p.graph.constants()),
+        "params_bytes": int(sum(v.nbytes for v in p.graph.constants())),
+        "unsupported_ops": unsupported or [], "ops_without_compute": no_compute,
+        "groups": [{"name": g.name, "ops": [n.op for n in g.nodes], "master": g.master.op,
+                    "pattern": g.pattern.name, "output": spec(g.outputs[0])} for g in p.groups],
+        "memory": {"storages": len(p.memory.storage_bytes),
+                   "peak_bytes": p.memory.planned_bytes,
+                   "no_reuse_bytes": p.memory.unplanned_bytes()},
+    }
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    from tensorforge.target import Target
+
+    target = Target.parse(args.target) if args.target else None
+    r = inspect_report(args.model, target, _shapes(args.input_shape), args.opt_level)
+    if args.json:
+        print(json.dumps(r, indent=2))
+        return 0 if "inputs" in r else 1
+    if "inputs" not in r:
+        print(_wrap(f"{args.model}: the frontend cannot convert these ops: "
+                    f"{', '.join(r['unsupported_ops'])}"))
+        return 1
+    print(f"{r['model']} ({r['name']})")
+    for key in ("inputs", "outputs"):
+        for v in r[key]:
+            print(f"  {key[:-1]:<6} {v['name']}: {v['dtype']}{v['shape']}")
+    print(f"\nops ({sum(r['ops'].values())}): "
+          + ", ".join(f"{k} x{n}" for k, n in r["ops"].items()))
+    print(f"after graph passes ({sum(r['ops_after_passes'].values())}): "
+          + ", ".join(f"{k} x{n}" for k, n in r["ops_after_passes"].items()))
+    print(f"params: {r['params']} tensors, {r['params_bytes']} bytes")
+    if r["ops_without_compute"]:
+        print(_wrap("ops the compiler cannot generate code for yet: "
+                    + ", ".join(r["ops_without_compute"])))
+    print(f"\nfused groups ({len(r['groups'])} kernels):")
+    for g in r["groups"]:
+        out = g["output"]
+        print(f"  {g['name']:<36} {'+'.join(g['ops']):<40} {g['pattern']:<20} "
+              f"-> {out['dtype']}{out['shape']}")
+    m = r["memory"]
+    saved = 1 - m["peak_bytes"] / m["no_reuse_bytes"] if m["no_reuse_bytes"] else 0.0
+    print(f"\nmemory plan: {m['storages']} storages, {m['peak_bytes']} bytes for intermediate "
+          f"values ({m['no_reuse_bytes']} without reuse, {saved:.0%} saved)")
+    return 0
+
+
+COMMANDS = (add_plugins, add_targets, add_compile, add_run, add_inspect)
 
 
 def _wrap(text: str) -> str:
