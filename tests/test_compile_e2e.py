@@ -285,3 +285,19 @@ def test_cli_round_trip_with_a_graph_frontend(llvm_target, pickle_frontend, cnn_
     assert tforge(["inspect", str(path)]) == 0
     text = capsys.readouterr().out
     assert "fused groups" in text and "memory plan:" in text and "batch_norm x4" in text
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_concat_and_split_compile(llvm_target, axis) -> None:
+    """Regression: concat's select chain took the first input everywhere."""
+    g = Graph("cat")
+    xs = [g.add_input(f"x{i}", (2, 3 + i), "float32") if axis else
+          g.add_input(f"x{i}", (1 + i, 5), "float32") for i in range(3)]
+    c = g.add("concat", *xs, axis=axis)
+    size = c.shape[axis]
+    parts = g.add_node("split", [g.add("relu", c)], {"axis": axis, "sizes": (1, size - 1)})
+    g.outputs = [g.add("reshape", c, shape=(c.size,)), *parts]
+    model = tensorforge.compile(g, target=_target(llvm_target))
+    ins = {v.name: rand(*v.shape) for v in g.inputs}
+    for a, b in zip(model.run(ins), run_reference(g, ins)):
+        np.testing.assert_array_equal(a, b)

@@ -285,3 +285,19 @@ def test_layout_stage_runs_target_registered_passes(plugins, llvm_target, monkey
     assert seen == [("block", "llvm")]
     optimize(basic_block(), llvm_target, opt_level=1)  # no layout stage below opt-level 2
     assert len(seen) == 1
+
+
+def test_fusion_never_makes_a_cycle_through_a_multi_output_node() -> None:
+    """split's branches may join one group; a node that reads both that group and a group
+    depending on it (here the opaque softmax) must not join it."""
+    g = Graph()
+    x = g.add_input("x", (2, 8), "float32")
+    s0, s1 = g.add_node("split", [x], {"axis": 1, "sizes": (4, 4)})
+    b = g.add("softmax", g.add("relu", s0), axis=-1)
+    g.outputs = [g.add("add", g.add("exp", s1), b)]
+    groups = fuse_ops(g)
+    assert _ops(groups) == [["split", "relu", "exp"], ["softmax"], ["add"]]
+    produced = {id(v) for v in g.inputs}
+    for grp in groups:  # every group reads only what earlier groups wrote
+        assert all(v.is_const or id(v) in produced for v in grp.inputs)
+        produced.update(id(v) for v in grp.outputs)

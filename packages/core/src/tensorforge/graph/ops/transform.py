@@ -66,7 +66,7 @@ def _concat_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[A
 
     def f(*i):  # type: ignore[no-untyped-def]
         val = None
-        for t, off in reversed(list(zip(ins, offsets))):
+        for t, off in zip(ins, offsets):  # later inputs win from their offset on
             idx = list(i)
             idx[axis] = i[axis] - off
             v = t[tuple(idx)]

@@ -34,6 +34,19 @@ class _Group:
         self.nodes = [node]
         self.pattern = pattern
         self.master = node
+        self.deps: set[_Group] = set()  # groups whose outputs this one reads
+
+    def reaches(self, other: _Group) -> bool:
+        """Whether this group depends on `other`, directly or through other groups."""
+        todo, seen = [self], set()
+        while todo:
+            grp = todo.pop()
+            if grp is other:
+                return True
+            if grp not in seen:
+                seen.add(grp)
+                todo.extend(grp.deps)
+        return False
 
     def accepts(self, n: Node, pattern: OpPattern) -> bool:
         gp = self.pattern
@@ -70,7 +83,7 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
                 if any(c is not n for c in consumers.get(v, [])):
                     continue
                 grp = group_of[id(p)]
-                if grp.accepts(n, pattern):
+                if grp.accepts(n, pattern) and not _makes_cycle(grp, n, group_of):
                     joined = grp
                     break
         if joined is None:
@@ -79,13 +92,26 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
         else:
             joined.add(n, pattern)
         group_of[id(n)] = joined
+        for v in n.inputs:
+            src = group_of.get(id(v.producer)) if v.producer is not None else None
+            if src is not None and src is not joined:
+                joined.deps.add(src)
     return _finish(g, groups, consumers, graph_outputs)
+
+
+def _makes_cycle(grp: _Group, n: Node, group_of: dict[int, _Group]) -> bool:
+    """Joining `n` to `grp` makes `grp` read n's other inputs; that is a cycle when their
+    groups already depend on `grp` (a multi-output node's branches leaving and re-entering)."""
+    for v in n.inputs:
+        src = group_of.get(id(v.producer)) if v.producer is not None else None
+        if src is not None and src is not grp and src.reaches(grp):
+            return True
+    return False
 
 
 def _finish(g: Graph, groups: list[_Group], consumers: dict[Value, list[Node]],
             graph_outputs: set[int]) -> list[FusedGroup]:
-    pos = {id(n): i for i, n in enumerate(g.nodes)}
-    groups.sort(key=lambda grp: max(pos[id(n)] for n in grp.nodes))
+    groups = _topological(groups)
     result: list[FusedGroup] = []
     produced: set[int] = {id(v) for v in g.inputs}
     used_names: set[str] = set()
@@ -111,6 +137,23 @@ def _finish(g: Graph, groups: list[_Group], consumers: dict[Value, list[Node]],
         result.append(FusedGroup(_name(k, grp, used_names), list(grp.nodes), inputs, outputs,
                                  grp.master, grp.pattern))
     return result
+
+
+def _topological(groups: list[_Group]) -> list[_Group]:
+    """Groups in dependency order; ties keep the order of their first node."""
+    order: list[_Group] = []
+    done: set[_Group] = set()
+    pending = list(groups)
+    while pending:
+        ready = [grp for grp in pending if grp.deps <= done]
+        if not ready:
+            names = ", ".join(grp.nodes[0].name for grp in pending)
+            raise TensorforgeError(f"fuse_ops: groups starting at {names} depend on each other "
+                                   "(a fusion cycle; please report this)")
+        order.append(ready[0])
+        done.add(ready[0])
+        pending.remove(ready[0])
+    return order
 
 
 def _name(k: int, grp: _Group, used: set[str]) -> str:
