@@ -472,7 +472,7 @@ def test_softmax(llvm_target: Any, sched: str, axis: int) -> None:
 
 # ------------------------------------------------------------------------------ reductions
 @pytest.mark.parametrize("keepdims", [False, True])
-@pytest.mark.parametrize("axes", [(0,), (1,), (2,), (0, 2), (1, 2), None],
+@pytest.mark.parametrize("axes", [(0,), (1,), (2,), (-1,), (0, 2), (1, 2), (0, 1, 2), None],
                          ids=lambda a: "all" if a is None else "_".join(map(str, a)))
 @pytest.mark.parametrize("kind", ["sum", "max", "min", "mean"])
 def test_reduce(llvm_target: Any, kind: str, axes: Any, keepdims: bool) -> None:
@@ -490,6 +490,8 @@ def test_reduce(llvm_target: Any, kind: str, axes: Any, keepdims: bool) -> None:
     fn = {"sum": np.sum, "max": np.max, "min": np.min, "mean": np.mean}[kind]
     expected = fn(x.astype("float64"), axis=axes, keepdims=keepdims)
     klen = int(np.prod([shape[a] for a in (axes if axes is not None else range(3))]))
+    if axes is not None:
+        axes = tuple(axes)
     run_and_check(s, [X, out], [x], np.asarray(expected), k=klen)
 
 
@@ -677,3 +679,17 @@ def test_pool_shapes_match_onnxruntime(llvm_target: Any) -> None:
                ops.avg_pool2d(X, (k, k), stride, pad, count_include_pad=bool(cip),
                               ceil_mode=True))
         run_and_check(te.create_schedule(out.op), [X, out], [x], want, k=k * k)
+
+
+@pytest.mark.parametrize("perm", [(0, 2, 3, 1), (0, 3, 1, 2)], ids=["nchw_nhwc", "nhwc_nchw"])
+def test_transpose_4d_layouts(llvm_target: Any, perm: tuple[int, ...]) -> None:
+    shape = (2, 5, 6, 7)
+    X = te.placeholder(shape, name="X")
+    out = ops.transpose(X, perm)
+    s = te.create_schedule(out.op)
+    a0, a1, a2, a3 = out.op.axis
+    s[out].parallel(s[out].fuse(a0, a1))
+    o, i = s[out].split(a3, factor=4)
+    s[out].vectorize(i)
+    x = rand(shape)
+    run_and_check(s, [X, out], [x], x.transpose(perm), exact=True)
