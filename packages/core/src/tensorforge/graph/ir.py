@@ -88,7 +88,7 @@ class Graph:
         return v
 
     def add_const(self, name: str, array: Any, dtype: str | None = None) -> Value:
-        arr = np.ascontiguousarray(np.asarray(array, dtype=dtype))
+        arr = np.array(array, dtype=dtype, order="C")  # (ascontiguousarray makes 0-d 1-d)
         return Value(self.unique_name(name), tuple(arr.shape), str(arr.dtype), const=arr)
 
     def add_node(self, op: str, inputs: list[Value], attrs: dict[str, Any] | None = None,

@@ -1,3 +1,12 @@
 """Built-in graph ops; importing a module registers its ops."""
 
-from . import elementwise, nn, transform  # noqa: F401
+from . import (  # noqa: F401
+    activation,
+    conv_transpose,
+    elementwise,
+    nn,
+    reduce,
+    resize,
+    shape,
+    transform,
+)

@@ -1,0 +1,119 @@
+"""An `onnx.backend.base.Backend` over the frontend, for ONNX's backend node tests.
+
+Execution goes through `_execute(graph, inputs)`, the single place to switch from the numpy
+reference interpreter to compiled kernels."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx.backend.base import Backend, BackendRep
+
+from tensorforge.graph import Graph, run_reference
+
+from .errors import DynamicShapeError
+from .frontend import load
+
+
+def _execute(graph: Graph, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """Run `graph` on named inputs; today the reference interpreter."""
+    return run_reference(graph, inputs)
+
+
+class TensorforgeRep(BackendRep):
+    """A converted model; `run` takes inputs in the order of the model's inputs.
+
+    A model whose shapes depend on input values (a Reshape's shape fed as an input, as ONNX's
+    node tests do) or on symbolic dims is converted at `run`, with the actual input shapes
+    and its integer inputs frozen to their values (cached per distinct value)."""
+
+    def __init__(self, model: onnx.ModelProto, graph: Graph | None, **options: Any):
+        self.model = model
+        self.graph = graph
+        self.options = options
+        inits = {t.name for t in model.graph.initializer}
+        self.input_names = [i.name for i in model.graph.input if i.name not in inits]
+        self._cache: dict[Any, Graph] = {}
+
+    def _graph_for(self, feed: dict[str, np.ndarray]) -> Graph:
+        if self.graph is not None:
+            return self.graph
+        key = tuple(sorted((k, v.shape, v.dtype.str, v.tobytes()) for k, v in feed.items()))
+        if key in self._cache:
+            return self._cache[key]
+        frozen: dict[str, np.ndarray] = {}
+        while True:
+            shapes = {k: v.shape for k, v in feed.items() if k not in frozen}
+            try:
+                g = load(self.model, shapes, constant_inputs=frozen, **self.options)
+                break
+            except DynamicShapeError as e:
+                need = [n for n in self._input_ancestors(e.value_name) if n not in frozen]
+                if not need:
+                    raise
+                frozen.update({n: feed[n] for n in need})
+        self._cache[key] = g
+        return g
+
+    def _input_ancestors(self, name: str | None) -> list[str]:
+        """The model inputs that `name` is computed from."""
+        producer = {o: n for n in self.model.graph.node for o in n.output}
+        out, stack, seen = [], [name], set()
+        while stack:
+            v = stack.pop()
+            if v is None or v in seen:
+                continue
+            seen.add(v)
+            if v in self.input_names:
+                out.append(v)
+            elif v in producer:
+                stack.extend(producer[v].input)
+        return out
+
+    def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
+        if isinstance(inputs, Mapping):
+            feed = {k: np.asarray(v) for k, v in inputs.items()}
+        else:
+            if isinstance(inputs, np.ndarray):
+                inputs = [inputs]
+            feed = {n: np.asarray(a) for n, a in zip(self.input_names, inputs)}
+        g = self._graph_for(feed)
+        outs = _execute(g, {v.name: feed[v.name] for v in g.inputs})
+        return tuple(np.asarray(o) for o in outs)
+
+
+class TensorforgeBackend(Backend):
+    @classmethod
+    def is_compatible(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> bool:
+        return device.upper() == "CPU"
+
+    @classmethod
+    def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any
+                ) -> TensorforgeRep:
+        super().prepare(model, device, **kwargs)
+        options = {k: v for k, v in kwargs.items() if k in ("input_shapes",)}
+        try:
+            graph: Graph | None = load(model, **options)
+        except DynamicShapeError:
+            graph = None  # shapes depend on input values: convert at run
+        return TensorforgeRep(model, graph)
+
+    @classmethod
+    def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str = "CPU",
+                  **kwargs: Any) -> tuple[np.ndarray, ...]:
+        return cls.prepare(model, device, **kwargs).run(inputs)
+
+    @classmethod
+    def supports_device(cls, device: str) -> bool:
+        return device.upper() == "CPU"
+
+
+prepare = TensorforgeBackend.prepare
+run_model = TensorforgeBackend.run_model
+supports_device = TensorforgeBackend.supports_device
+
+__all__: Sequence[str] = ["TensorforgeBackend", "TensorforgeRep", "prepare", "run_model",
+                          "supports_device"]

@@ -1,0 +1,117 @@
+"""The conversion context: ONNX value names to graph values, attribute access, and `emit`,
+which appends a graph node or, when every input is a constant, folds it at import with the
+op's numpy reference (so Shape -> Gather -> Concat -> Reshape chains become static)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from tensorforge.graph import Graph, Value, get_op
+
+from .errors import DynamicShapeError, UnsupportedAttributeError
+
+
+def np_dtype(elem_type: int) -> str:
+    """ONNX TensorProto element type -> numpy dtype name."""
+    return str(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)))
+
+
+def node_label(node: onnx.NodeProto) -> str:
+    return f"{node.op_type} node {node.name or node.output[0]!r}"
+
+
+class Context:
+    """Per-model conversion state shared by every converter."""
+
+    def __init__(self, graph: Graph, opset: int, model_label: str):
+        self.g = graph
+        self.opset = opset
+        self.model_label = model_label
+        self.values: dict[str, Value] = {}
+        self.node: onnx.NodeProto | None = None
+        self.op_version = opset  # since_version of the current node's schema
+        self.fresh: set[int] = set()  # ids of values created while converting self.node
+
+    # access ------------------------------------------------------------------------------
+    def has(self, node: onnx.NodeProto, i: int) -> bool:
+        return i < len(node.input) and node.input[i] != ""
+
+    def get(self, node: onnx.NodeProto, i: int) -> Value | None:
+        """The graph value of input i, or None for a missing optional input."""
+        return self.values[node.input[i]] if self.has(node, i) else None
+
+    def const(self, node: onnx.NodeProto, i: int, what: str = "") -> np.ndarray | None:
+        """Input i as a numpy array; it must be known at import (a constant or folded)."""
+        v = self.get(node, i)
+        if v is None:
+            return None
+        if not v.is_const:
+            raise DynamicShapeError(
+                f"{node_label(node)} in {self.model_label} takes its {what or f'input {i}'} "
+                f"from {node.input[i]!r}, which is only known at run time; tensorforge needs "
+                "it at import time (static shapes). Export the model with constant "
+                "shapes/sizes (e.g. torch.onnx.export with fixed input sizes, or "
+                "onnx-simplifier), or pass input_shapes so shape computations fold.",
+                node.input[i])
+        return v.const
+
+    def attrs(self, node: onnx.NodeProto) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for a in node.attribute:
+            v = helper.get_attribute_value(a)
+            if isinstance(v, bytes):
+                v = v.decode()
+            elif isinstance(v, list) and v and isinstance(v[0], bytes):
+                v = [s.decode() for s in v]
+            elif isinstance(v, onnx.TensorProto):
+                v = numpy_helper.to_array(v)
+            out[a.name] = v
+        return out
+
+    def fail(self, node: onnx.NodeProto, what: str, hint: str = "") -> UnsupportedAttributeError:
+        msg = (f"{node_label(node)} in {self.model_label} (opset {self.opset}) uses {what}, "
+               "which the tensorforge ONNX frontend does not support")
+        return UnsupportedAttributeError(msg + (f"; {hint}" if hint else "."))
+
+    # construction ------------------------------------------------------------------------
+    def _name(self, suffix: str) -> str:
+        n = self.node
+        base = (n.name or n.output[0]) if n is not None else "const"
+        return f"{base}:{suffix}" if suffix else base
+
+    def constant(self, array: Any, name: str = "", dtype: str | None = None) -> Value:
+        v = self.g.add_const(self._name(name or "const"), np.asarray(array, dtype=dtype))
+        self.fresh.add(id(v))
+        return v
+
+    def emit_multi(self, op: str, inputs: list[Value], attrs: dict[str, Any] | None = None,
+                   ) -> list[Value]:
+        attrs = dict(attrs or {})
+        if inputs and all(v.is_const for v in inputs):
+            d = get_op(op)
+            types = d.infer([(v.shape, v.dtype) for v in inputs], attrs)
+            res = d.reference([v.const for v in inputs], attrs)
+            return [self.constant(np.asarray(r).astype(dt).reshape(shape), op)
+                    for r, (shape, dt) in zip(res, types)]
+        outs = self.g.add_node(op, inputs, attrs, name=self._name(op))
+        self.fresh.update(id(v) for v in outs)
+        return outs
+
+    def emit(self, op: str, *inputs: Value, **attrs: Any) -> Value:
+        return self.emit_multi(op, list(inputs), attrs)[0]
+
+    # helpers used by several converters --------------------------------------------------
+    def reshape(self, x: Value, shape: tuple[int, ...]) -> Value:
+        shape = tuple(int(s) for s in shape)
+        return x if tuple(x.shape) == shape else self.emit("reshape", x, shape=shape)
+
+    def cast(self, x: Value, dtype: str) -> Value:
+        return x if x.dtype == dtype else self.emit("cast", x, to=dtype)
+
+    def scalar(self, value: float, like: Value) -> Value:
+        shape = (1,) if like.shape else ()
+        return self.constant(np.full(shape, value, dtype=like.dtype), "scalar")
