@@ -134,22 +134,6 @@ def _pool_common(ctx: Context, node: Node) -> tuple[Value, int, dict[str, Any], 
         raise ctx.fail(node, f"dilations={dil}", "pooling supports dilation 1 only")
     pads = _pads(ctx, node, at, list(x.shape[2:]), kernel, strides, dil)
     ceil_mode = bool(at.get("ceil_mode", 0))
-    if ceil_mode:  # the last window must start inside the input or the left padding
-        target, adjust = [], False
-        for i in range(nd):
-            size = x.shape[2 + i]
-            out = -(-(size + pads[i] + pads[nd + i] - kernel[i]) // strides[i]) + 1
-            if (out - 1) * strides[i] >= size + pads[i]:
-                out, adjust = out - 1, True
-            target.append(out)
-        if adjust:  # explicit end padding with floor rounding gives the target sizes
-            if node.op_type == "AveragePool" and at.get("count_include_pad", 0):
-                raise ctx.fail(node, "ceil_mode with count_include_pad and a last window "
-                               "starting in the padding")
-            ceil_mode = False
-            for i in range(nd):
-                pads[nd + i] = (target[i] - 1) * strides[i] + kernel[i] - x.shape[2 + i] \
-                    - pads[i]
     return _lift(ctx, x, nd), nd, at, {
         "kernel": tuple(_to2d(kernel, nd, 1)), "strides": tuple(_to2d(strides, nd, 1)),
         "pads": _pads4(pads, nd), "ceil_mode": ceil_mode}
