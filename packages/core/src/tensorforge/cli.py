@@ -1,7 +1,7 @@
 """The ``tforge`` command.
 
-``tforge plugins``, ``targets``, ``compile``, ``run`` and ``inspect`` exist today; tune and bench
-arrive with their issues: each is a function ``add_<name>(subparsers)`` that sets ``func``.
+``tforge plugins``, ``targets``, ``compile``, ``run``, ``inspect`` and ``bench`` exist today; tune
+arrives with its issue: each is a function ``add_<name>(subparsers)`` that sets ``func``.
 Errors print one paragraph and exit 1 (2 for usage errors); ``--debug`` shows the traceback.
 """
 
@@ -329,7 +329,64 @@ def run_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = (add_plugins, add_targets, add_compile, add_run, add_inspect)
+# -- tforge bench -------------------------------------------------------------------------------
+def add_bench(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="benchmark operators and models against ONNX Runtime, "
+                       "PyTorch and the FMA peak",
+                       description="Run the benchmark suite (tensorforge.bench): every distinct "
+                       "conv2d/depthwise/dense shape of ResNet-18 and MobileNetV2 (GFLOP/s, % of "
+                       "the FMA peak) and whole models at batch 1, each against ONNX Runtime and "
+                       "PyTorch when installed, interleaved in this process. Writes Markdown, "
+                       "JSON and a PNG chart to the results folder and flags ratios that fell by "
+                       "more than 10% from the baseline JSON (default: the previous latest.json).")
+    p.add_argument("--quick", action="store_true",
+                   help="one workload per op kind and the DQN, 1 thread, 5 rounds")
+    p.add_argument("--models", help="comma list of models (default: all six; 'none': no models)")
+    p.add_argument("--threads", help="comma list of thread counts (default 1,2)")
+    p.add_argument("--rounds", type=int, help="interleaved rounds per case (default 15)")
+    p.add_argument("--no-ops", action="store_true", help="skip the operator level")
+    p.add_argument("--ops-filter", metavar="TEXT", help="only workloads whose name contains TEXT")
+    p.add_argument("--baselines", default="ort,torch",
+                   help="comma list among ort,torch (default both; missing ones are skipped)")
+    p.add_argument("--output", metavar="DIR", help="results folder (default "
+                   "benchmarks/results in the repository, else ./tforge-bench-results)")
+    p.add_argument("--bench-baseline", metavar="JSON",
+                   help="compare with this JSON instead of the previous latest.json")
+    p.add_argument("--fail-on-regression", action="store_true",
+                   help="exit 3 when a ratio regressed (default: report only)")
+    p.set_defaults(func=run_bench)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from tensorforge.bench import ALL_MODELS, BenchConfig, run
+
+    def items(text: str | None) -> list[str]:
+        return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+    models = items(args.models)
+    unknown = [m for m in models if m not in ALL_MODELS and m != "none"]
+    bases = items(args.baselines)
+    if unknown or not set(bases) <= {"ort", "torch"}:
+        raise TensorforgeError(f"unknown model(s) {unknown} (known: {', '.join(ALL_MODELS)})"
+                               if unknown else f"--baselines {args.baselines!r}: use ort, torch")
+    try:
+        threads = tuple(int(t) for t in items(args.threads)) or None
+    except ValueError:
+        raise TensorforgeError(f"--threads {args.threads!r}: write counts like 1,2") from None
+    cfg = BenchConfig(models=tuple(m for m in models if m != "none") or None,
+                      e2e=models != ["none"], threads=threads, rounds=args.rounds,
+                      ops=not args.no_ops, quick=args.quick, op_filter=args.ops_filter,
+                      baselines=tuple(bases), baseline_json=args.bench_baseline,
+                      command="tforge " + " ".join(sys.argv[1:]))
+    if args.output:
+        cfg.results = Path(args.output)
+    out = run(cfg, log=lambda line: print(line, flush=True))
+    return 3 if out["regressions"] and args.fail_on_regression else 0
+
+
+COMMANDS = (add_plugins, add_targets, add_compile, add_run, add_inspect, add_bench)
 
 
 def _wrap(text: str) -> str:
