@@ -131,7 +131,8 @@ def machine() -> list[str]:
             f"Logical CPUs: {os.cpu_count()}; our default threads (`num-threads`): "
             f"{opts.get('num-threads')}; ORT default intra-op threads: physical cores",
             f"Python {platform.python_version()}, numpy {np.__version__}, onnxruntime "
-            f"{ort.__version__}, tensorforge {tensorforge.__version__}"]
+            f"{ort.__version__}, tensorforge {tensorforge.__version__}",
+            f"Load average when written: {', '.join(f'{x:.1f}' for x in os.getloadavg())}"]
 
 
 def table(results: list[Result]) -> str:
