@@ -1,5 +1,9 @@
 """Ahead-of-time export: object file (same CPU and features as the JIT, PIC) -> shared library
-linked by the system C compiler, plus the JSON signature sidecar `load_module` reads."""
+linked by the system C compiler, plus the JSON signature sidecar `load_module` reads.
+
+A cross target (a `-mtriple` of another architecture, e.g. aarch64-linux-gnu) is linked by
+that triple's GNU cross compiler (`aarch64-linux-gnu-gcc`, Debian gcc-aarch64-linux-gnu) or by
+`clang --target=<triple>`; `$CC_<arch>` (e.g. `CC_aarch64`) overrides the choice."""
 
 from __future__ import annotations
 
@@ -14,26 +18,48 @@ from tensorforge.errors import TensorforgeError
 from tensorforge.runtime.module import LIBRARY_FORMAT, LIBRARY_VERSION, sidecar_path
 
 
-def find_cc() -> str:
-    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+def find_cc(triple: str | None = None) -> list[str]:
+    """The command that links for `triple` (None or the host's: the system C compiler)."""
+    arch = (triple or "").split("-")[0]
+    if not arch or is_host_arch(arch):
+        for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+            if name and shutil.which(name):
+                return [name]
+        raise TensorforgeError("export_library needs a C compiler to link the shared library; "
+                               "install one (Debian/Ubuntu: apt-get install gcc) or set $CC")
+    gnu = f"{arch}-linux-gnu-gcc"
+    for name in (os.environ.get(f"CC_{arch}"), gnu):
         if name and shutil.which(name):
-            return name
-    raise TensorforgeError("export_library needs a C compiler to link the shared library; "
-                           "install one (Debian/Ubuntu: apt-get install gcc) or set $CC")
+            return [name]
+    if shutil.which("clang"):
+        return ["clang", f"--target={triple}"]
+    raise TensorforgeError(f"exporting for {triple} needs a cross linker: install {gnu} "
+                           f"(Debian: apt-get install gcc-{arch}-linux-gnu libc6-dev-"
+                           f"{_DEBIAN_ARCH.get(arch, arch)}-cross libgomp1-"
+                           f"{_DEBIAN_ARCH.get(arch, arch)}-cross) or set $CC_{arch}")
+
+
+_DEBIAN_ARCH = {"aarch64": "arm64", "x86_64": "amd64"}
+
+
+def is_host_arch(arch: str) -> bool:
+    import llvmlite.binding as llvm
+
+    return arch == llvm.get_process_triple().split("-")[0]
 
 
 def export_library(module: Any, path: str) -> None:
     """Write `path` (a shared library) and `path + ".json"` for `module` (an LLVMModule)."""
     mod, tm = module.optimized_module(pic=True)
     obj = tm.emit_object(mod)
-    cc = find_cc()
+    cc = find_cc(module.options.mtriple)
     path = os.path.abspath(path)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tensorforge-export-") as tmp:
         obj_path = os.path.join(tmp, "kernels.o")
         with open(obj_path, "wb") as f:
             f.write(obj)
-        cmd = [cc, "-shared", "-o", path, obj_path, "-lgomp", "-lm"]
+        cmd = [*cc, "-shared", "-o", path, obj_path, "-lgomp", "-lm"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise TensorforgeError(f"linking {path!r} failed ({' '.join(cmd)}):\n{proc.stderr}")
