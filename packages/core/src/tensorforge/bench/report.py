@@ -74,7 +74,8 @@ def _ok(r: dict[str, Any]) -> str:
     return "yes" if r["correct"] else f"NO ({r.get('max_abs_err')})"
 
 
-def markdown(doc: dict[str, Any], regressions: list[dict[str, Any]], note: str) -> str:
+def markdown(doc: dict[str, Any], regressions: list[dict[str, Any]], note: str,
+             extra: str = "") -> str:
     rows = doc["rows"]
     cfg = doc["config"]
     lines = [f"# tensorforge benchmark, {doc['created']}", "",
@@ -113,6 +114,8 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, Any]], note: str) 
     lines += ["## Regressions (a ratio down by more than 10%)", "", note + ".", ""]
     lines += [f"- **{g['id']}** {g['ratio']}: {g['baseline']:.3g} -> {g['now']:.3g} "
               f"({g['change']:+.0%})" for g in regressions] or ["None."]
+    if extra:
+        lines += ["", extra.rstrip()]
     lines += ["", "## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in doc["machine"].items()]
     return "\n".join(lines) + "\n"
@@ -180,10 +183,11 @@ def _bars(ax: Any, rows: list[dict[str, Any]], series: list[tuple[str, str, int]
     ax.grid(axis="y", alpha=0.3)
 
 
-def write(doc: dict[str, Any], results: Path, baseline: str | os.PathLike[str] | None
-          ) -> dict[str, Any]:
+def write(doc: dict[str, Any], results: Path, baseline: str | os.PathLike[str] | None,
+          extra_md: str = "") -> dict[str, Any]:
     """Write `results/<stamp>/` and `results/latest.{md,json,png}`; compare with `baseline`
-    (default: the previous `latest.json`). Returns paths, regressions and notes."""
+    (default: the previous `latest.json`); `extra_md` is a section added to the Markdown.
+    Returns paths, regressions and notes."""
     results = Path(results)
     previous = results / "latest.json"
     base, note = load_baseline(baseline if baseline is not None
@@ -193,7 +197,7 @@ def write(doc: dict[str, Any], results: Path, baseline: str | os.PathLike[str] |
     stamp = time.strftime("%Y%m%d-%H%M%S")
     folder = results / stamp
     folder.mkdir(parents=True, exist_ok=True)
-    md = markdown(doc, regressions, note)
+    md = markdown(doc, regressions, note, extra_md)
     text = json.dumps(doc, indent=1, default=float) + "\n"
     why_not = chart(doc, folder / "results.png")
     for target in (folder / "results", results / "latest"):

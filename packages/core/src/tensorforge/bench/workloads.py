@@ -103,12 +103,12 @@ def _from_node(node: Any) -> tuple[str, tuple, tuple, tuple, tuple, int] | None:
 
 def extract(models: tuple[str, ...] = OP_MODELS) -> list[Workload]:
     """Distinct conv2d/depthwise/dense workloads of `models`, in order of first appearance."""
-    from tensorforge.compiler import load_graph
     from tensorforge_onnx import models as zoo
+    from tensorforge_onnx.frontend import load
 
     found: dict[tuple, list[str]] = {}
     for name in models:
-        graph = load_graph(zoo.build(name))
+        graph = load(zoo.build(name))
         for node in graph.nodes:
             sig = _from_node(node)
             if sig is not None:
