@@ -187,14 +187,13 @@ def _emit_function(ctx: ModuleContext, func: PrimFunc) -> FuncInfo:
     params: list[Param] = []
     written = _written_buffers(func)
     # storage_flatten records each parameter's logical (pre-flattening) shape
-    logical = func.attrs.get("buffer_shapes", {})
-    for p, arg in zip(func.params, fn.args):
+    logical = func.attrs.get("buffer_shapes") or [None] * len(func.params)
+    for p, arg, shape in zip(func.params, fn.args, logical):
         if isinstance(p, Buffer):
             arg.add_attribute("captures(none)")
             if datas.count(p.data) == 1:
                 arg.add_attribute("noalias")
             em.vars[p.data] = arg
-            shape = logical.get(p.name)
             params.append(Param(p.name, "buffer", dt.element(p.dtype),
                                 tuple(shape) if shape is not None else _shape(p),
                                 p.data in written))

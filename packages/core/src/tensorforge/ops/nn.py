@@ -179,7 +179,8 @@ def max_pool2d(
     ow = _pool_out(w, kw, sw, pl, pr, ceil_mode)
     eb = max(0, (oh - 1) * sh + kh - h - pt)
     er = max(0, (ow - 1) * sw + kw - w - pl)
-    padded = pad(data, (0, 0, pt, pl), (0, 0, eb, er), value=float("-inf"), name=f"{name}_pad")
+    lowest = float("-inf") if data.dtype.startswith("float") else te.min_value(data.dtype).value
+    padded = pad(data, (0, 0, pt, pl), (0, 0, eb, er), value=lowest, name=f"{name}_pad")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     return te.compute(

@@ -97,7 +97,7 @@ _BINARY: dict[str, tuple[Callable[..., Any], Callable[..., Any], bool]] = {
     "mul": (np.multiply, lambda a, b: a * b, False),
     "div": (lambda a, b: (a / b) if a.dtype.kind == "f" else np.trunc(a / b).astype(a.dtype),
             lambda a, b: a / b if a.dtype.startswith("float") else te.truncdiv(a, b), False),
-    "pow": (np.power, lambda a, b: te.pow(a, b), False),
+    "pow": (np.power, lambda a, b: te.pow(a, b).astype(a.dtype), False),
     "maximum": (np.maximum, lambda a, b: te.max_expr(a, b), False),
     "minimum": (np.minimum, lambda a, b: te.min_expr(a, b), False),
     "equal": (np.equal, lambda a, b: a == b, True),

@@ -79,11 +79,14 @@ def storage_flatten(func: PrimFunc) -> PrimFunc:
     align: dict[Buffer, Any] = func.attrs.get("storage_align", {})
     f = _Flatten(align)
     params = []
-    shapes = dict(func.attrs.get("buffer_shapes", {}))
-    for p in func.params:
+    # logical (pre-flattening) shape of each parameter, by position: names need not be unique
+    shapes: list[tuple[Any, ...] | None] = list(
+        func.attrs.get("buffer_shapes") or [None] * len(func.params))
+    for k, p in enumerate(func.params):
         if isinstance(p, Buffer):
-            shapes.setdefault(p.name, tuple(
-                d.value if isinstance(d, IntImm) else getattr(d, "name", None) for d in p.shape))
+            if shapes[k] is None:
+                shapes[k] = tuple(d.value if isinstance(d, IntImm) else getattr(d, "name", None)
+                                  for d in p.shape)
             params.append(f.flat_of(p)[0])
         else:
             params.append(p)
