@@ -258,3 +258,17 @@ def test_gpu_binding_on_a_cpu_target_is_a_clear_error(llvm_target):
     s[C].bind(C.op.axis[0], te.thread_axis("threadIdx.x"))
     with pytest.raises(TensorforgeError, match=r"bound to GPU threads \(i -> threadIdx.x\)"):
         tensorforge.build(s, [A, B, C], target="llvm")
+
+
+def test_parameters_with_equal_names_keep_their_own_shapes(llvm_target):
+    # regression: the logical shapes of parameters were keyed by name, so two buffers both
+    # named "x" were checked against one shape
+    a = te.placeholder((2, 3), name="x")
+    b = te.placeholder((3,), name="x")
+    c = te.compute((2, 3), lambda i, j: a[i, j] + b[j], name="x")
+    s = te.create_schedule(c.op)
+    f = tensorforge.build(s, [a, b, c], target="llvm")
+    av, bv = _rand(2, 3), _rand(3)
+    cv = np.zeros((2, 3), np.float32)
+    f(av, bv, cv)
+    np.testing.assert_allclose(cv, av + bv, rtol=1e-6)
