@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tensorforge.plugins import TargetTag, hookimpl
+from tensorforge.plugins import Pass, Strategy, TargetTag, hookimpl
 from tensorforge.target import TargetKind, TargetOption
 
 LLVM = TargetKind(
@@ -42,3 +42,32 @@ def register_targets(register):
 def register_target_tags(register):
     for tag in TAGS:
         register(tag)
+
+
+_S = "tensorforge_llvm.strategies"
+_OPS = "tensorforge.graph.ops.nchwc"
+
+
+@hookimpl
+def register_strategies(register, target):
+    """CPU schedule templates (see `strategies.py`); a vendor plugin may register higher
+    priorities for the same ops."""
+    if target.kind.name != "llvm":
+        return
+    register(Strategy("conv2d_nchwc", "direct", f"{_OPS}:_conv_compute",
+                      f"{_S}:schedule_conv2d_nchwc", priority=10,
+                      description="NCHW[x]c direct conv, register tile ow x oc_bn"))
+    register(Strategy("depthwise_conv2d_nchwc", "direct", f"{_OPS}:_conv_compute",
+                      f"{_S}:schedule_depthwise_nchwc", priority=10,
+                      description="NCHW[x]c depthwise conv"))
+    register(Strategy("dense_packed", "packed", f"{_OPS}:_dense_compute",
+                      f"{_S}:schedule_dense_packed", priority=10,
+                      description="dense with NK[y]n packed weights"))
+
+
+@hookimpl
+def register_passes(register, target, stage):
+    """The NCHW[x]c layout pass at the graph's layout stage."""
+    if target.kind.name == "llvm" and stage == "graph.layout":
+        register(Pass("llvm-nchwc-layout", stage, "tensorforge_llvm.layout:convert_layout",
+                      priority=10))

@@ -18,6 +18,9 @@ from .nn import _int, _pads4, _pair, pad
 
 __all__ = ["conv2d_nchwc", "pack_nchwc", "pack_oihw_xi_yo", "unpack_nchwc"]
 
+# the TE computes of the other blocked ops (depthwise, dense_packed, pools, layout_transform)
+# live in ops/nn_blocked.py
+
 
 def conv2d_nchwc(
     data: Tensor, kernel: Tensor, stride: int | Sequence[int] = 1,

@@ -1,0 +1,223 @@
+"""Blocked-layout graph ops, introduced by the NCHW[x]c layout pass (`passes/layout_nchwc.py`):
+`layout_transform`, `conv2d_nchwc`, `depthwise_conv2d_nchwc`, `dense_packed`, the NCHW[x]c
+pools and `pixel_shuffle` (the interleave of a transposed convolution rewritten as a
+convolution). Every op has a numpy reference (unpack, the NCHW reference, pack), so
+`run_reference` and constant folding work on rewritten graphs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import te
+from ...ops import nn_blocked as nb
+from ...ops import reference as ref
+from ...ops.nn_nchwc import conv2d_nchwc
+from ..registry import OpPattern, TypeList, register_op
+from .nn import _pool_infer
+
+
+def np_layout_transform(x: np.ndarray, src: str, dst: str) -> np.ndarray:
+    """numpy version of `layout_transform`."""
+    base, sb = nb.parse_layout(src)
+    _, db = nb.parse_layout(dst)
+    if base == "NCHW":
+        if "c" in sb:  # unpack to NCHW
+            n, cc, h, w, b = x.shape
+            x = x.transpose(0, 1, 4, 2, 3).reshape(n, cc * b, h, w)
+        if "c" in db:
+            n, c, h, w = x.shape
+            b = db["c"]
+            x = x.reshape(n, c // b, b, h, w).transpose(0, 1, 3, 4, 2)
+        return np.ascontiguousarray(x)
+    if base == "OIHW":
+        o, c, kh, kw = x.shape
+        ib, ob = db["i"], db["o"]
+        return np.ascontiguousarray(
+            x.reshape(o // ob, ob, c // ib, ib, kh, kw).transpose(0, 2, 4, 5, 3, 1))
+    n, k = x.shape
+    b = db["n"]
+    return np.ascontiguousarray(x.reshape(n // b, b, k).transpose(0, 2, 1))
+
+
+def _lt_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    shape, dt = types[0]
+    out = np_layout_transform(np.empty(shape, np.uint8), at["src_layout"], at["dst_layout"])
+    return [(tuple(out.shape), dt)]
+
+
+register_op(
+    "layout_transform", OpPattern.INJECTIVE, _lt_infer,
+    lambda ins, at: [np_layout_transform(ins[0], at["src_layout"], at["dst_layout"])],
+    lambda ins, at, out: [nb.layout_transform(ins[0], at["src_layout"], at["dst_layout"])],
+    doc="re-lay a tensor: NCHW <-> NCHW<x>c, OIHW -> OIHW<x>i<y>o, NK -> NK<y>n; attrs "
+        "src_layout, dst_layout")
+
+
+def _unpack(x: np.ndarray) -> np.ndarray:
+    n, cc, h, w, b = x.shape
+    return x.transpose(0, 1, 4, 2, 3).reshape(n, cc * b, h, w)
+
+
+def _pack(x: np.ndarray, b: int) -> np.ndarray:
+    return np_layout_transform(x, "NCHW", f"NCHW{b}c")
+
+
+def _unpack_w(w: np.ndarray) -> np.ndarray:
+    oo, co, kh, kw, ib, ob = w.shape
+    return w.transpose(0, 5, 1, 4, 2, 3).reshape(oo * ob, co * ib, kh, kw)
+
+
+def _conv_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    n, _, h, w, _ = types[0][0]
+    oo, _, kh, kw, _, ob = types[1][0]
+    sh, sw = at.get("strides", (1, 1))
+    dh, dw = at.get("dilations", (1, 1))
+    pt, pl, pb, pr = at.get("pads", (0, 0, 0, 0))
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    return [((n, oo, oh, ow, ob), types[0][1])]
+
+
+def _conv_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    depthwise = at.get("depthwise", False)
+    x = _unpack(ins[0])
+    if depthwise:  # (C/x, 1, KH, KW, 1, x) -> (C, 1, KH, KW)
+        cc, _, kh, kw, _, b = ins[1].shape
+        w = ins[1].transpose(0, 5, 1, 4, 2, 3).reshape(cc * b, 1, kh, kw)
+        groups = x.shape[1]
+    else:
+        w, groups = _unpack_w(ins[1]), 1
+    out = ref.conv2d_nchw(x, w, at.get("strides", (1, 1)), at.get("pads", 0),
+                          at.get("dilations", (1, 1)), groups)
+    if len(ins) > 2:
+        out = out + ins[2].reshape(1, -1, 1, 1)
+    return [_pack(out.astype(ins[0].dtype), ins[1].shape[-1])]
+
+
+def _bias(y: Any, b: Any, bn: int) -> Any:
+    return te.compute(y.shape, lambda n, c, i, j, k: y[n, c, i, j, k] + b[c * bn + k],
+                      name="bias_add", tag="broadcast")
+
+
+def _conv_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    s, p, d = at.get("strides", 1), at.get("pads", 0), at.get("dilations", 1)
+    if at.get("depthwise", False):
+        y = nb.depthwise_conv2d_nchwc(ins[0], ins[1], s, p, d)
+    else:
+        y = conv2d_nchwc(ins[0], ins[1], s, p, d)
+    if len(ins) > 2:
+        y = _bias(y, ins[2], out[0][0][-1])
+    return [y]
+
+
+register_op("conv2d_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE, _conv_infer, _conv_ref,
+            _conv_compute, doc="conv2d on NCHW<x>c data, OIHW<x>i<y>o weights [, bias (O,)]; "
+            "attrs strides, pads, dilations")
+
+
+def _dw_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    return _conv_infer(types, at)
+
+
+register_op("depthwise_conv2d_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE, _dw_infer,
+            lambda ins, at: _conv_ref(ins, {**at, "depthwise": True}),
+            lambda ins, at, out: _conv_compute(ins, {**at, "depthwise": True}, out),
+            doc="depthwise conv2d on NCHW<x>c data, (C/x, 1, KH, KW, 1, x) weights [, bias]")
+
+
+def _dense_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    no, k, b = ins[1].shape
+    w = ins[1].transpose(0, 2, 1).reshape(no * b, k)
+    y = ins[0].astype("float64") @ w.T.astype("float64")
+    if len(ins) > 2:
+        y = y + ins[2]
+    return [y.astype(ins[0].dtype)]
+
+
+def _dense_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    y = nb.dense_packed(ins[0], ins[1])
+    if len(ins) > 2:
+        b = ins[2]
+        y = te.compute(y.shape, lambda i, j: y[i, j] + b[j], name="bias_add", tag="broadcast")
+    return [y]
+
+
+register_op("dense_packed", OpPattern.OUT_ELEMWISE_FUSABLE,
+            lambda types, at: [((types[0][0][0], types[1][0][0] * types[1][0][2]),
+                                types[0][1])],
+            _dense_ref, _dense_compute,
+            doc="x (M, K) @ W^T with W packed NK<y>n: (N/y, K, y) [+ bias (N,)]")
+
+
+def _pool5_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    (n, cc, h, w, b), dt = types[0]
+    ((_, _, oh, ow), _), = _pool_infer([((n, cc * b, h, w), dt)], at)
+    return [((n, cc, oh, ow, b), dt)]
+
+
+def _pool_ref(fn: Any) -> Any:
+    def run(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+        return [_pack(fn(_unpack(ins[0]), at), ins[0].shape[-1])]
+
+    return run
+
+
+register_op(
+    "max_pool2d_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE, _pool5_infer,
+    _pool_ref(lambda x, at: ref.max_pool2d(x, at["kernel"], at.get("strides", 1),
+                                           at.get("pads", 0), at.get("ceil_mode", False))),
+    lambda ins, at, out: [nb.max_pool2d_nchwc(ins[0], at["kernel"], at.get("strides", 1),
+                                              at.get("pads", 0), at.get("ceil_mode", False))],
+    doc="max pooling on NCHW<x>c; attrs as max_pool2d")
+register_op(
+    "avg_pool2d_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE, _pool5_infer,
+    _pool_ref(lambda x, at: ref.avg_pool2d(x, at["kernel"], at.get("strides", 1),
+                                           at.get("pads", 0), at.get("count_include_pad", False),
+                                           at.get("ceil_mode", False))),
+    lambda ins, at, out: [nb.avg_pool2d_nchwc(
+        ins[0], at["kernel"], at.get("strides", 1), at.get("pads", 0),
+        at.get("count_include_pad", False), at.get("ceil_mode", False))],
+    doc="average pooling on NCHW<x>c; attrs as avg_pool2d")
+register_op(
+    "global_avg_pool2d_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE,
+    lambda types, at: [((*types[0][0][:2], 1, 1, types[0][0][4]), types[0][1])],
+    lambda ins, at: [ins[0].mean(axis=(2, 3), keepdims=True).astype(ins[0].dtype)],
+    lambda ins, at, out: [nb.global_avg_pool2d_nchwc(ins[0])],
+    doc="global average pooling on NCHW<x>c to (N, C/x, 1, 1, x)")
+
+
+def _ps_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    shape, dt = types[0]
+    s = at["stride"]
+    oh, ow = at["out_hw"]
+    out = (shape[0], shape[1] // (s * s), oh, ow, *shape[4:])
+    return [(out, dt)]
+
+
+def _ps_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    x = ins[0]
+    blocked = x.ndim == 5
+    if blocked:
+        b = x.shape[-1]
+        x = _unpack(x)
+    s = at["stride"]
+    py, px = at["offset"]
+    oh, ow = at["out_hw"]
+    oc = x.shape[1] // (s * s)
+    ty = np.arange(oh) + py
+    tx = np.arange(ow) + px
+    phase = (ty[:, None] % s) * s + tx[None, :] % s
+    out = np.empty((x.shape[0], oc, oh, ow), x.dtype)
+    for c in range(oc):
+        out[:, c] = x[:, phase * oc + c, (ty // s - py // s)[:, None],
+                      (tx // s - px // s)[None, :]]
+    return [_pack(out, b) if blocked else out]
+
+
+register_op("pixel_shuffle", OpPattern.INJECTIVE, _ps_infer, _ps_ref,
+            lambda ins, at, out: [nb.pixel_shuffle(ins[0], at["stride"], tuple(at["offset"]),
+                                                   tuple(at["out_hw"]))],
+            doc="sub-pixel interleave of s*s phases (phase-major channels), NCHW or NCHW<x>c; "
+                "attrs stride, offset (py, px), out_hw")

@@ -1,0 +1,280 @@
+"""Schedule templates of the llvm target (registered as strategies in `plugin.py`).
+
+Each ``schedule_*(outs, target, cfg=None) -> Schedule`` takes the output tensors of one fused
+group (the master op and its elementwise epilogue) and declares its knobs on ``cfg`` (an
+``autotune.space`` ConfigSpace/ConfigEntity; a fresh FallbackConfig when None, whose defaults
+are chosen from the shape, the target's float32 lanes and its register file). Knobs:
+
+=====================  ==========================================================  ========
+template               knobs                                                       default
+=====================  ==========================================================  ========
+conv2d_nchwc direct    tile_ow (pixels per register tile), reduce_order,            shape
+                       unroll_kw, block (ic_bn/oc_bn, fixed by the layout pass)
+depthwise NCHWc        tile_ow, unroll_taps                                         shape
+dense_packed           tile_m (rows), tile_panels (panels per tile), tile_k,      shape
+                       block (fixed by the layout pass)
+winograd NCHWc         tile_p (tiles per register block), m (2 or 4, fixed by the  shape
+                       layout pass)
+=====================  ==========================================================  ========
+
+The register tile (``cache_write(..., "local")`` computed at the output's tile) holds
+``tile_ow x oc_bn`` accumulators; the epilogue (bias, BN scale/shift, relu/clip, residual add)
+is inlined into the output stage, which reads the finished tile while it is in registers.
+The outer data-parallel loops are fused into one loop, parallel over the OpenMP runtime when
+the target has more than one thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensorforge.te.tensor import ComputeOp, Tensor
+
+__all__ = ["KNOBS", "register_file", "schedule_conv2d_nchwc", "schedule_dense_packed",
+           "schedule_depthwise_nchwc"]
+
+KNOBS = {
+    "conv2d_nchwc/direct": ("tile_ow", "reduce_order", "unroll_kw", "block"),
+    "depthwise_conv2d_nchwc/direct": ("tile_ow", "unroll_taps"),
+    "dense_packed/packed": ("tile_m", "tile_k", "tile_panels", "block"),
+}
+
+
+def _cfg(cfg: Any, target: Any) -> Any:
+    if cfg is None:
+        from tensorforge.autotune.space import FallbackConfig
+
+        cfg = FallbackConfig(target)
+    return cfg
+
+
+def _lanes(target: Any) -> int:
+    from tensorforge.ops.schedule_generic import vector_lanes
+
+    return vector_lanes(target, "float32")
+
+
+def register_file(target: Any) -> int:
+    """Vector registers of the target: 32 with AVX-512 or on AArch64, else 16."""
+    opts = getattr(target, "options", {}) or {}
+    if "aarch64" in str(opts.get("mtriple", "")) or _lanes(target) >= 16:
+        return 32
+    return 16
+
+
+def _parallel(target: Any) -> bool:
+    opts = getattr(target, "options", {}) or {}
+    return int(opts.get("num-threads", 1) or 0) != 1
+
+
+def _ext(iv: Any) -> int:
+    return int(iv.dom.extent.value)
+
+
+def _find(s: Any, tag: str) -> Any:
+    for st in s.stages:
+        if isinstance(st.op, ComputeOp) and tag in str(getattr(st.op, "tag", "")):
+            return st
+    raise ValueError(f"no stage tagged {tag!r}")
+
+
+def _inline_rest(s: Any, keep: set[Any]) -> list[Any]:
+    """Inline every injective stage not in `keep`; return the padding stages (kept)."""
+    pads = []
+    for st in s.stages:
+        if not isinstance(st.op, ComputeOp) or st.op in keep or st.op.reduce_axis:
+            continue
+        if "pad" in str(getattr(st.op, "tag", "")):
+            pads.append(st)
+        else:
+            st.compute_inline()
+    return pads
+
+
+def _root_parallel(st: Any, par: bool) -> None:
+    """A stage at root (padding): all but the last axis fused (parallel), last vectorized."""
+    axes = list(st.op.axis)
+    if len(axes) > 1 and _ext(axes[-1]) > 1:
+        st.vectorize(axes[-1])
+    outer = st.fuse(*axes[:-2]) if len(axes) > 3 else axes[0]
+    if par:
+        st.parallel(outer)
+
+
+def _pick_tile(extent: int, max_tile: int) -> int:
+    """The largest divisor of `extent` up to `max_tile` if it is at least half of it, else
+    `max_tile` (a guarded last tile)."""
+    if extent <= max_tile:
+        return extent
+    best = max(d for d in range(1, max_tile + 1) if extent % d == 0)
+    return best if 2 * best >= max_tile else max_tile
+
+
+def _tile_candidates(extent: int, default: int, cap: int = 32) -> list[tuple[int, int]]:
+    sizes = {d for d in range(1, min(extent, cap) + 1) if extent % d == 0} | {default}
+    return [(-(-extent // f), f) for f in sorted(sizes)]
+
+
+def default_tile_ow(ow: int, oc_bn: int, lanes: int, regs: int) -> int:
+    """Output pixels per register tile: `tile_ow * oc_bn / lanes` accumulators, about half the
+    register file (the rest hold the weight vectors and the broadcast input)."""
+    vecs = max(1, oc_bn // lanes)
+    return _pick_tile(ow, max(1, min(16, (regs // 2) // vecs)))
+
+
+_REDUCE_ORDERS = [(0, 1, 2, 3), (1, 2, 0, 3), (0, 3, 1, 2)]
+
+
+def schedule_conv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
+                          cfg: Any = None) -> Any:
+    """Direct NCHW[x]c convolution, register-tiled along output width and channels."""
+    from tensorforge import te
+
+    outs = [outs] if isinstance(outs, Tensor) else list(outs)
+    cfg = _cfg(cfg, target)
+    s = te.create_schedule([o.op for o in outs])
+    if len(outs) != 1:
+        raise ValueError("schedule_conv2d_nchwc: one output expected")
+    out = s[outs[0]]
+    conv = _find(s, "conv2d_nchwc")
+    lanes, par = _lanes(target), _parallel(target)
+    n, oc, oh, ow, ob = out.op.axis
+    kernel = conv.op.input_tensors[1]
+    ic_bn, oc_bn = int(kernel.shape[4].value), int(kernel.shape[5].value)
+    kw = int(kernel.shape[3].value)
+    owx = _ext(ow)
+    tile = default_tile_ow(owx, oc_bn, lanes, register_file(target))
+    cfg.define_split("tile_ow", owx, 2, policy="candidate",
+                     candidates=_tile_candidates(owx, tile), default=(-1, tile))
+    cfg.define_reorder("reduce_order", 4, policy="candidate", candidates=_REDUCE_ORDERS,
+                       default=_REDUCE_ORDERS[0])
+    cfg.define_knob("unroll_kw", [False, True], default=kw <= 3)
+    cfg.define_knob("block", [(ic_bn, oc_bn)], default=(ic_bn, oc_bn))
+    red = conv.op.reduce_axis
+    cfg.add_flop(2.0 * _prod(conv.op.axis) * _prod(red))
+
+    for st in _inline_rest(s, {out.op, conv.op}):
+        _root_parallel(st, par)  # the padding: one pass over the input
+    local = s[s.cache_write(conv.op.output(0), "local")]
+    if conv.op is not out.op:
+        conv.compute_inline()
+    owo, owi = cfg["tile_ow"].apply(s, out, ow)
+    out.reorder(n, oc, oh, owo, owi, ob)
+    out.vectorize(ob)
+    rows = out.fuse(n, oc, oh)
+    if par:
+        out.parallel(rows)
+    local.compute_at(out, owo)
+    _, _, _, cw, cb = local.op.axis
+    ico, ry, rx, ici = cfg["reduce_order"].apply(s, local, list(local.op.reduce_axis))
+    local.reorder(ico, ry, rx, ici, cw, cb)
+    local.vectorize(cb)
+    local.unroll(cw)
+    if cfg["unroll_kw"].val:
+        local.unroll(local.op.reduce_axis[2])
+    return s
+
+
+def _prod(axes: Any) -> int:
+    p = 1
+    for a in axes:
+        p *= _ext(a)
+    return p
+
+
+def schedule_depthwise_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
+                             cfg: Any = None) -> Any:
+    """Depthwise NCHW[x]c: a tile of `tile_ow` pixels x one channel block, the taps unrolled;
+    every step is an elementwise vector FMA (input vector x weight vector)."""
+    from tensorforge import te
+
+    outs = [outs] if isinstance(outs, Tensor) else list(outs)
+    cfg = _cfg(cfg, target)
+    s = te.create_schedule([o.op for o in outs])
+    out = s[outs[0]]
+    conv = _find(s, "depthwise_conv2d_nchwc")
+    lanes, par = _lanes(target), _parallel(target)
+    n, c, oh, ow, ob = out.op.axis
+    owx = _ext(ow)
+    tile = default_tile_ow(owx, _ext(ob), lanes, register_file(target))
+    cfg.define_split("tile_ow", owx, 2, policy="candidate",
+                     candidates=_tile_candidates(owx, tile), default=(-1, tile))
+    cfg.define_knob("unroll_taps", [False, True], default=True)
+    cfg.add_flop(2.0 * _prod(conv.op.axis) * _prod(conv.op.reduce_axis))
+    for st in _inline_rest(s, {out.op, conv.op}):
+        _root_parallel(st, par)
+    local = s[s.cache_write(conv.op.output(0), "local")]
+    if conv.op is not out.op:
+        conv.compute_inline()
+    owo, owi = cfg["tile_ow"].apply(s, out, ow)
+    out.reorder(n, c, oh, owo, owi, ob)
+    out.vectorize(ob)
+    rows = out.fuse(n, c, oh)
+    if par:
+        out.parallel(rows)
+    local.compute_at(out, owo)
+    _, _, _, cw, cb = local.op.axis
+    ry, rx = local.op.reduce_axis
+    local.reorder(ry, rx, cw, cb)
+    local.vectorize(cb)
+    local.unroll(cw)
+    if cfg["unroll_taps"].val:
+        local.unroll(rx)
+    return s
+
+
+def schedule_dense_packed(outs: list[Tensor] | Tensor, target: Any = None,
+                          cfg: Any = None) -> Any:
+    """Dense with weights packed NK[y]n at compile time: a `tile_m x y` accumulator tile over
+    the whole K (split by `tile_k`, unrolled); panels of y columns are the outer (parallel)
+    loop so one panel stays in cache while the rows stream past it."""
+    from tensorforge import te
+
+    outs = [outs] if isinstance(outs, Tensor) else list(outs)
+    cfg = _cfg(cfg, target)
+    s = te.create_schedule([o.op for o in outs])
+    out = s[outs[0]]
+    mm = _find(s, "dense_packed")
+    par = _parallel(target)
+    weight = mm.op.input_tensors[1]
+    bn = int(weight.shape[2].value)
+    lanes = _lanes(target)
+    m_ext, k_ext = _ext(out.op.axis[0]), _ext(mm.op.reduce_axis[0])
+    vecs = max(1, bn // lanes)
+    mr = _pick_tile(m_ext, max(1, (register_file(target) // 2) // vecs))
+    cfg.define_split("tile_m", m_ext, 2, policy="candidate",
+                     candidates=_tile_candidates(m_ext, mr, 16), default=(-1, mr))
+    ku = max(d for d in (4, 2, 1) if k_ext % d == 0)
+    cfg.define_split("tile_k", k_ext, 2, policy="candidate",
+                     candidates=[(-1, 1), (-1, 2), (-1, 4), (-1, 8)], default=(-1, ku))
+    panels = _ext(out.op.axis[1]) // bn
+    # few rows (a GEMV): several panels per tile, so the FMA chains are independent
+    want = max(1, (register_file(target) // 2) // (cfg["tile_m"].size[1] * vecs))
+    nt = max(d for d in range(1, min(panels, want, 8) + 1) if panels % d == 0)
+    cfg.define_split("tile_panels", panels, 2, policy="candidate",
+                     candidates=_tile_candidates(panels, nt, 8), default=(-1, nt))
+    cfg.define_knob("block", [bn], default=bn)
+    cfg.add_flop(2.0 * m_ext * _ext(out.op.axis[1]) * k_ext)
+    _inline_rest(s, {out.op, mm.op})
+    local = s[s.cache_write(mm.op.output(0), "local")]
+    if mm.op is not out.op:
+        mm.compute_inline()
+    i, j = out.op.axis
+    mo, mi = cfg["tile_m"].apply(s, out, i)
+    no, ni = out.split(j, factor=bn)
+    noo, noi = cfg["tile_panels"].apply(s, out, no)
+    out.reorder(noo, mo, mi, noi, ni)
+    out.vectorize(ni)
+    outer = out.fuse(noo, mo)
+    if par:
+        out.parallel(outer)
+    local.compute_at(out, outer)
+    mc, nc = local.op.axis
+    nco, nci = local.split(nc, factor=bn)
+    ko, ki = cfg["tile_k"].apply(s, local, local.op.reduce_axis[0])
+    local.reorder(ko, ki, mc, nco, nci)
+    local.vectorize(nci)
+    local.unroll(mc)
+    local.unroll(nco)
+    local.unroll(ki)
+    return s
