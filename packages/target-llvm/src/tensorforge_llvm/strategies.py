@@ -148,7 +148,7 @@ def schedule_conv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
                      candidates=_tile_candidates(owx, tile), default=(-1, tile))
     cfg.define_reorder("reduce_order", 4, policy="candidate", candidates=_REDUCE_ORDERS,
                        default=_REDUCE_ORDERS[0])
-    cfg.define_knob("unroll_kw", [False, True], default=kw <= 3)
+    cfg.define_knob("unroll_kw", [False, True], default=kw <= 3 or ic_bn < 8)
     cfg.define_knob("block", [(ic_bn, oc_bn)], default=(ic_bn, oc_bn))
     red = conv.op.reduce_axis
     cfg.add_flop(2.0 * _prod(conv.op.axis) * _prod(red))
