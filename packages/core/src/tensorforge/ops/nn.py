@@ -129,7 +129,7 @@ def conv2d_nhwc(
 def depthwise_conv2d_nchw(
     data: Tensor, kernel: Tensor, stride: int | Sequence[int] = 1,
     padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1,
-    name: str = "depthwise_conv2d",
+    name: str = "depthwise_conv2d", out_dtype: str | None = None,
 ) -> Tensor:
     """data (N, C, H, W), kernel (C*M, 1, KH, KW) -> (N, C*M, OH, OW)."""
     n, c, h, w = (_int(s) for s in data.shape)
@@ -137,6 +137,7 @@ def depthwise_conv2d_nchw(
     if one != 1 or o % c:
         raise ValueError(f"depthwise conv: kernel {tuple(kernel.shape)} for {c} channels")
     m = o // c
+    out_dtype = out_dtype or data.dtype
     sh, sw = _pair(stride)
     dh, dw = _pair(dilation)
     pt, pl, pb, pr = _pads4(padding)
@@ -148,7 +149,8 @@ def depthwise_conv2d_nchw(
     return te.compute(
         (n, o, oh, ow),
         lambda nn, ff, yy, xx: te.sum(
-            padded[nn, ff // m, yy * sh + ry * dh, xx * sw + rx * dw] * kernel[ff, 0, ry, rx],
+            padded[nn, ff // m, yy * sh + ry * dh, xx * sw + rx * dw].astype(out_dtype)
+            * kernel[ff, 0, ry, rx].astype(out_dtype),
             axis=[ry, rx],
         ),
         name=name,

@@ -48,16 +48,20 @@ def _conv2d_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[A
     x, w = ins[0], ins[1]
     groups = at.get("groups", 1)
     c = int(x.shape[1].value)
+    # float16 accumulates in float32 (as ONNX Runtime and PyTorch do), rounded once
+    acc = "float32" if x.dtype == "float16" else None
     if groups > 1 and groups == c and int(w.shape[1].value) == 1:
         y = ops.depthwise_conv2d_nchw(x, w, at.get("strides", 1), at.get("pads", 0),
-                                      at.get("dilations", 1))
+                                      at.get("dilations", 1), out_dtype=acc)
     else:
         y = ops.conv2d_nchw(x, w, at.get("strides", 1), at.get("pads", 0),
-                            at.get("dilations", 1), groups)
+                            at.get("dilations", 1), groups, out_dtype=acc)
     if len(ins) > 2:
         b = ins[2]
-        y = te.compute(y.shape, lambda n, f, i, j: y[n, f, i, j] + b[f], name="bias_add",
-                       tag="broadcast")
+        y = te.compute(y.shape, lambda n, f, i, j: y[n, f, i, j] + b[f].astype(y.dtype),
+                       name="bias_add", tag="broadcast")
+    if y.dtype != x.dtype:
+        y = te.compute(y.shape, lambda *i: y[i].astype(x.dtype), name="cast", tag="elemwise")
     return [y]
 
 
