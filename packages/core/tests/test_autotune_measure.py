@@ -1,0 +1,78 @@
+"""Measurement survives every way a candidate can fail; executors isolate jobs."""
+
+from __future__ import annotations
+
+from tensorforge.autotune import (
+    COMPILE_ERROR,
+    RUNTIME_ERROR,
+    TIMEOUT,
+    WRONG_RESULT,
+    Builder,
+    Database,
+    LocalExecutor,
+    Measurer,
+    Runner,
+    Task,
+    tune_task,
+)
+from tensorforge.testing import autotune_templates
+
+EXPECTED = {"none": None, "raise": COMPILE_ERROR, "segfault": RUNTIME_ERROR, "hang": TIMEOUT,
+            "wrong": WRONG_RESULT}
+
+
+def test_local_executor_isolates_jobs() -> None:
+    with LocalExecutor(2, plugins=[]) as ex:
+        res = ex.map("math:sqrt", [4.0, -1.0], timeout=30)
+        assert res[0].ok and res[0].value == 2.0
+        assert res[1].status == "error" and "ValueError" in res[1].error
+        res = ex.map("ctypes:string_at", [0], timeout=30)  # reads address 0: SIGSEGV
+        assert res[0].status == "crash" and "SIGSEGV" in res[0].error
+        res = ex.map("time:sleep", [60, 0], timeout=1.5)
+        assert res[0].status == "timeout" and res[1].ok
+        assert ex.restarts == 2
+        assert ex.map("math:sqrt", [9.0], timeout=30)[0].value == 3.0  # still serving
+
+
+def test_each_fault_gets_its_error_class(llvm_target) -> None:
+    task = Task("testing/faulty", (64,), "llvm -num-threads=1")
+    space = task.config_space
+    tile = space.knobs["tile"].default
+    order = autotune_templates.FAULTS
+    idx = [space.index_of_positions([tile, order.index(f)]) for f in order]
+    with Measurer(Builder(timeout=30, n_parallel=2), Runner(timeout=2)) as m:
+        results = m.measure(task, idx)
+        # the measurer is still usable after crashes and time-outs
+        again = m.measure(task, [space.index_of_positions([0, 0])])
+    for fault, r in zip(order, results):
+        assert r.error_class == EXPECTED[fault], (fault, r.error_msg)
+        assert r.ok == (fault == "none") and bool(r.costs) == r.ok
+    assert "ValueError" in results[1].error_msg and "SIGSEGV" in results[2].error_msg
+    assert again[0].ok
+
+
+def test_tuning_goes_on_past_failures(llvm_target, tmp_path) -> None:
+    task = Task("testing/faulty", (1,), "llvm -num-threads=1")  # one tile: 5 configs
+    db = Database(tmp_path / "t.db")
+    measurer = Measurer(Builder(timeout=30, n_parallel=2), Runner(timeout=1))
+    with measurer:
+        res = tune_task(task, len(task.config_space), tuner="grid", db=db, measurer=measurer,
+                        batch_size=10)
+    assert res.n_measured == len(task.config_space) == db.count(task.key)
+    n_tiles = len(task.config_space.knobs["tile"])
+    assert res.errors == {COMPILE_ERROR: n_tiles, RUNTIME_ERROR: n_tiles, TIMEOUT: n_tiles,
+                          WRONG_RESULT: n_tiles}
+    best = db.best(task.key, task.target_str)
+    assert best is not None and task.config(best.config_index)["fault"].val == "none"
+    recs = db.records(task.key)
+    assert {r.error_class for r in recs} == set(EXPECTED.values())
+    assert all(r.error_msg for r in recs if r.error_class)
+
+
+def test_unchecked_measurement_and_timing_options(llvm_target) -> None:
+    task = Task("testing/faulty", (16,), "llvm -num-threads=1")
+    runner = Runner(number=2, repeat=4, min_repeat_ms=1, flush_cache=True, timeout=20)
+    with Measurer(Builder(n_parallel=1), runner) as m:
+        idx = task.config_space.index_of_positions([0, autotune_templates.FAULTS.index("wrong")])
+        (r,) = m.measure(task, [idx], check=False)
+    assert r.ok and len(r.costs) == 4 and all(c > 0 for c in r.costs)
