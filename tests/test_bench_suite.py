@@ -102,3 +102,10 @@ def test_tforge_bench_quick(tforge, tmp_path):
     assert row["name"] == "dqn" and row["correct"] and "ort_s" in row
     assert doc["machine"]["float32_lanes"] in (4, 8, 16)
     assert "model dqn" in r.stdout and (tmp_path / "latest.md").exists()
+
+
+def test_busy_machine_is_flagged():
+    assert report.busy_warning({"usable_cpus": 2, "loadavg_start": (5.0, 0, 0),
+                                "loadavg_end": (1.0, 0, 0)}).startswith("**Warning")
+    assert report.busy_warning({"usable_cpus": 2, "loadavg_start": (0.5, 0, 0),
+                                "loadavg_end": (1.9, 0, 0)}) is None

@@ -74,6 +74,18 @@ def _ok(r: dict[str, Any]) -> str:
     return "yes" if r["correct"] else f"NO ({r.get('max_abs_err')})"
 
 
+def busy_warning(machine: dict[str, Any]) -> str | None:
+    """A warning when the 1-minute load average exceeded the usable CPUs during the run."""
+    cpus = machine.get("usable_cpus") or machine.get("logical_cpus") or 0
+    loads = [la[0] for la in (machine.get("loadavg_start"), machine.get("loadavg_end")) if la]
+    if not cpus or not loads or max(loads) <= cpus:
+        return None
+    return (f"**Warning: the machine was busy** (1-minute load average "
+            f"{' -> '.join(f'{x:.1f}' for x in loads)} on {cpus} usable CPUs): other processes "
+            "took CPU time, so the figures, multi-threaded ones above all (OpenMP threads wait "
+            "at barriers for a descheduled peer), are not reliable.")
+
+
 def markdown(doc: dict[str, Any], regressions: list[dict[str, Any]], note: str,
              extra: str = "") -> str:
     rows = doc["rows"]
@@ -83,6 +95,9 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, Any]], note: str,
              "Times are q1 / **median** / q3. Ratios are speed-ups (baseline time / our time, "
              "per round; above 1 we are faster); % of peak is our GFLOP/s over the FMA-peak "
              "kernel's, per round.", ""]
+    busy = busy_warning(doc["machine"])
+    if busy:
+        lines += [busy, ""]
     models = [r for r in rows if r["level"] == "model"]
     if models:
         lines += ["## End to end (batch 1)", "",
