@@ -95,18 +95,57 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     t0 = time.perf_counter()
     strategies = get_registry().strategies(tgt)
     funcs, how = [], {}
+    # groups with the same workload (ops, attributes, shapes, wiring) share one kernel: an
+    # unrolled LSTM repeats the same cell dozens of times
+    func_of: dict[str, str] = {}
+    by_key: dict[Any, str] = {}
     for grp in p.groups:
+        key = workload_key(grp)
+        if key in by_key:
+            func_of[grp.name] = by_key[key]
+            how[grp.name] = how[by_key[key]]
+            continue
         f, how[grp.name] = lower_group(grp, tgt, strategies)
         funcs.append(f)
+        by_key[key] = func_of[grp.name] = grp.name
     t1 = time.perf_counter()
     module = tgt.kind.load_build()(funcs, tgt) if funcs else None
     t2 = time.perf_counter()
     p.times.update(lower_s=t1 - t0, build_s=t2 - t1)
-    desc, params = describe(p, tgt, how)
+    desc, params = describe(p, tgt, how, func_of)
     return CompiledModel(module, desc, params)
 
 
-def describe(p: Plan, target: Target, how: dict[str, str] | None = None
+def _freeze(x: Any) -> Any:
+    if isinstance(x, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return tuple(_freeze(v) for v in x)
+    if isinstance(x, np.ndarray):
+        return (x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def workload_key(grp: Any) -> tuple[Any, ...]:
+    """What a group's kernel depends on: its ops with attributes and output types, how they
+    are wired to each other and to the group's inputs (by position), and the input types.
+    Two groups with equal keys compile to the same code."""
+    where: dict[int, tuple[Any, ...]] = {id(v): ("in", k) for k, v in enumerate(grp.inputs)}
+    nodes = []
+    for i, n in enumerate(grp.nodes):
+        refs = tuple(where.get(id(v)) for v in n.inputs)
+        outs = tuple((o.shape, o.dtype) for o in n.outputs)
+        nodes.append((n.op, _freeze(n.attrs), refs, outs))
+        for j, o in enumerate(n.outputs):
+            where[id(o)] = ("node", i, j)
+    ins = tuple((v.shape, v.dtype) for v in grp.inputs)
+    return ins, tuple(nodes), tuple(where[id(v)] for v in grp.outputs)
+
+
+def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
+             func_of: dict[str, str] | None = None
              ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The executor's description (JSON-able) and its parameters (constants) by key."""
     g = p.graph
@@ -133,7 +172,8 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None
         ref(v)
     kernels = []
     for grp in p.groups:
-        kernels.append({"name": grp.name, "args": [ref(v) for v in group_args(grp)],
+        kernels.append({"name": (func_of or {}).get(grp.name, grp.name), "group": grp.name,
+                        "args": [ref(v) for v in group_args(grp)],
                         "outputs": len(grp.outputs), "ops": [n.op for n in grp.nodes],
                         "master": grp.master.op, "pattern": grp.pattern.name,
                         "schedule": (how or {}).get(grp.name, "")})
