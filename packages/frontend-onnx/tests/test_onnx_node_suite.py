@@ -138,7 +138,8 @@ def test_update_expectations(suite: dict[str, Any]) -> None:
     ort = sum(r[3] == "PASS" for r in rows)
     head = [
         "# ONNX backend node tests claimed by the tensorforge ONNX frontend (every node's op",
-        "# version has a converter), compiled for the CPU and run. Columns: test, our status, seconds,",
+        "# version has a converter), compiled for the CPU and run. Columns: test, our status,",
+        "# seconds,",
         "# onnxruntime's status on the same case, reason for a FAIL.",
         f"# claimed {len(rows)}; tensorforge PASS {ours}; onnxruntime PASS {ort}.",
         "# Regenerate: TFORGE_UPDATE_NODE_SUITE=1 pytest "

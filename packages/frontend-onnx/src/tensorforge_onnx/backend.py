@@ -17,7 +17,6 @@ from tensorforge.graph import Graph
 from .errors import DynamicShapeError
 from .frontend import load
 
-
 #: the target node tests compile for; one thread keeps CI's two cores for pytest itself
 TARGET = "llvm -num-threads=1"
 
