@@ -1,7 +1,7 @@
 """The ``tforge`` command.
 
-``tforge plugins``, ``targets``, ``compile``, ``run``, ``inspect`` and ``bench`` exist today; tune
-arrives with its issue: each is a function ``add_<name>(subparsers)`` that sets ``func``.
+``tforge plugins``, ``targets``, ``compile``, ``run``, ``inspect``, ``bench`` and ``tune``: each
+is a function ``add_<name>(subparsers)`` that sets ``func``.
 Errors print one paragraph and exit 1 (2 for usage errors); ``--debug`` shows the traceback.
 """
 
@@ -160,6 +160,7 @@ def add_compile(sub: argparse._SubParsersAction) -> None:
                    help="fix the shape of an input (repeatable)")
     p.add_argument("--opt-level", type=int, default=3, choices=range(4),
                    help="0 disables folding and fusion (default 3)")
+    p.add_argument("--tuning-db", metavar="DB", help="apply the best records of `tforge tune`")
     p.set_defaults(func=run_compile)
 
 
@@ -170,13 +171,18 @@ def run_compile(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     model = tensorforge.compile(args.model, target=args.target,
-                                input_shapes=_shapes(args.input_shape), opt_level=args.opt_level)
+                                input_shapes=_shapes(args.input_shape), opt_level=args.opt_level,
+                                tuning_db=args.tuning_db)
     path = model.export(args.output)
     mem = model.desc["memory"]
     print(f"compiled {args.model} for {model.desc['target']} in "
           f"{time.perf_counter() - t0:.2f} s: {len(model.kernels)} kernels, intermediate memory "
           f"{mem['planned_bytes']} bytes (without reuse {mem['unplanned_bytes']}), params "
           f"{mem['params_bytes']} bytes -> {path}")
+    tuning = model.desc.get("tuning")
+    if tuning:
+        print(f"tuning records of {tuning['db']}: {len(tuning['applied'])} task(s) tuned, "
+              f"{len(tuning['missing'])} without records")
     return 0
 
 
@@ -386,7 +392,69 @@ def run_bench(args: argparse.Namespace) -> int:
     return 3 if out["regressions"] and args.fail_on_regression else 0
 
 
-COMMANDS = (add_plugins, add_targets, add_compile, add_run, add_inspect, add_bench)
+# -- tforge tune --------------------------------------------------------------------------------
+def add_tune(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tune", help="tune a model's kernels into a records database",
+                       description="Extract the tuning tasks of MODEL (one per distinct fused "
+                       "kernel, weighted by how often it runs), measure configs of each on this "
+                       "machine and record them in --db; a task scheduler spends the budget "
+                       "where the estimated end-to-end latency gains most. Every record is "
+                       "committed at once: run again to resume. Then `tforge compile MODEL "
+                       "--tuning-db DB` (or tensorforge.compile(..., tuning_db=DB)).")
+    p.add_argument("model", help="model file (its suffix picks the frontend)")
+    p.add_argument("--target", default="llvm", help="target string or tag (default: llvm)")
+    p.add_argument("--trials", type=int, default=None,
+                   help="total trials over all tasks, records of earlier runs included "
+                   "(default: until the time budget or every space is measured)")
+    p.add_argument("--db", default="tuning.db", help="records database (default tuning.db)")
+    p.add_argument("--tuner", default="xgb", help="xgb, ga, random, grid, ridge or a "
+                   "plugin's tuner (default xgb)")
+    p.add_argument("--time-budget", metavar="DURATION", help="stop after e.g. 600, 20s, 10m, 1h")
+    p.add_argument("--executor", default="local", metavar="local|ray|ray://ADDRESS",
+                   help="where candidates are built and run (default local processes)")
+    p.add_argument("--early-stopping", type=int, metavar="N",
+                   help="drop a task after N trials without improvement")
+    p.add_argument("--batch-size", type=int, default=8, help="trials per round (default 8)")
+    p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
+                   help="fix the shape of an input (repeatable)")
+    p.add_argument("--progress", choices=["auto", "rich", "plain", "none"], default="auto",
+                   help="live display (default: rich on a terminal, else a line per round)")
+    p.add_argument("--plot", metavar="PNG", help="tuning curves here (default <db>-curves.png)")
+    p.add_argument("--no-plot", action="store_true", help="do not write the tuning curves")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=run_tune)
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    from tensorforge.autotune.report import summary_lines
+    from tensorforge.autotune.tune_model import parse_duration, tune_model
+
+    try:
+        budget = parse_duration(args.time_budget)
+    except ValueError as exc:
+        raise TensorforgeError(f"--time-budget: {exc}") from None
+    if args.trials is None and budget is None:
+        print("tforge tune: no --trials or --time-budget: tuning until every config of every "
+              "task is measured (Ctrl-C stops; the records are kept)", file=sys.stderr)
+    if not (args.executor in ("local", "ray") or args.executor.startswith("ray://")):
+        raise TensorforgeError(f"--executor {args.executor!r}: use local, ray or ray://ADDRESS")
+    res = tune_model(args.model, args.target, db=args.db, n_trials=args.trials,
+                     tuner=args.tuner, time_budget=budget, early_stopping=args.early_stopping,
+                     executor=args.executor, batch_size=args.batch_size,
+                     input_shapes=_shapes(args.input_shape), progress=args.progress,
+                     plot=False if args.no_plot else (args.plot or True), seed=args.seed,
+                     log=lambda line: print(line, flush=True))
+    print("\n".join(summary_lines(res.states)))
+    errs = ", ".join(f"{k} {n}" for k, n in sorted(res.errors.items()))
+    print(f"stopped ({res.stopped}) after {res.elapsed:.0f} s, {res.new_trials} new trials"
+          f"{f' ({errs})' if errs else ''}; estimated latency of the tuned kernels "
+          f"{res.latency_default * 1e3:.3f} ms -> {res.latency_tuned * 1e3:.3f} ms")
+    if res.plot:
+        print(f"tuning curves: {res.plot}")
+    return 0
+
+
+COMMANDS = (add_plugins, add_targets, add_compile, add_run, add_inspect, add_bench, add_tune)
 
 
 def _wrap(text: str) -> str:

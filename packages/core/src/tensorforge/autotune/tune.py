@@ -26,8 +26,8 @@ from .measure import Builder, Measurer, MeasureResult, Runner
 from .task import Task
 from .tuner import ModelBasedTuner, Tuner, create_tuner
 
-__all__ = ["Progress", "TuneResult", "apply_best", "progress_printer", "transfer_data",
-           "tune_task"]
+__all__ = ["Progress", "TuneResult", "TuningSession", "apply_best", "progress_printer",
+           "transfer_data", "tune_task"]
 
 
 @dataclass
@@ -104,6 +104,83 @@ def _record(task: Task, index: int, r: MeasureResult, tuner: str, run_id: str) -
                   r.error_class, r.error_msg, r.all_cost, r.timestamp, tuner, run_id)
 
 
+class TuningSession:
+    """The tuning state of one task over a database: a tuner fed the task's earlier records,
+    the configs measured, the best so far. ``measure_default`` records the default config
+    (the reference of every candidate); ``step(n)`` measures up to ``n`` new configs and
+    commits each record as it completes. ``tune_task`` and the task scheduler drive it."""
+
+    def __init__(self, task: Task, database: Database, measurer: Measurer,
+                 tuner: str | Tuner = "xgb", seed: int | None = None, transfer: bool = True,
+                 check_correctness: bool = True, run_id: str | None = None,
+                 **tuner_options: Any):
+        self.task, self.database, self.measurer = task, database, measurer
+        self.check = check_correctness
+        self.tuner_name = tuner if isinstance(tuner, str) else tuner.name
+        self.run_id = run_id or uuid.uuid4().hex[:12]
+        database.add_task(task)
+        history = database.records(task.key, task.target_str)
+        self.tuner = create_tuner(tuner, task, seed=seed, **tuner_options) \
+            if isinstance(tuner, str) else tuner
+        self.tuner.load_history(history)
+        if transfer and isinstance(self.tuner, ModelBasedTuner):
+            X, y, g = transfer_data(database, task.target_str, task.key)
+            self.tuner.pretrain(X, y, g)
+        self.measured = {r.config_index for r in history}
+        self.errors: Counter[str] = Counter()
+        self.n_new = 0
+        best = database.best(task.key, task.target_str)
+        self.best_cost = best.cost if isinstance(best, Record) else float("inf")
+        self.best_index = best.config_index if isinstance(best, Record) else None
+        self.since_best = 0
+        self.exhausted = len(self.measured) >= len(task.config_space)
+
+    def commit(self, index: int, r: MeasureResult) -> None:
+        """Record one result (committed to the database at once) and track the best."""
+        if self.database.add(_record(self.task, index, r, self.tuner_name, self.run_id)):
+            self.n_new += 1
+        self.measured.add(index)
+        if r.error_class:
+            self.errors[r.error_class] += 1
+        cost = sorted(r.costs)[len(r.costs) // 2] if r.ok and r.costs else float("inf")
+        if cost < self.best_cost:
+            self.best_cost, self.best_index, self.since_best = cost, index, 0
+        else:
+            self.since_best += 1
+
+    def measure_default(self) -> list[tuple[int, MeasureResult]]:
+        """Measure and record the default config unless it is recorded already."""
+        if self.check:
+            self.measurer.reference(self.task)
+        default = self.task.config_space.default_index
+        if default in self.measured:
+            return []
+        r = self.measurer.reference_result(self.task) if self.check else None
+        if r is None:
+            (r,) = self.measurer.measure(self.task, [default], check=False)
+        self.commit(default, r)
+        self.tuner.update([default], [r])
+        return [(default, r)]
+
+    def step(self, n: int) -> list[tuple[int, MeasureResult]]:
+        """Measure up to ``n`` configs the tuner proposes; [] (and ``exhausted``) when it has
+        none left."""
+        batch = [i for i in self.tuner.next_batch(n) if i not in self.measured]
+        if not batch:
+            self.exhausted = True
+            return []
+        done: list[tuple[int, MeasureResult]] = []
+
+        def on_result(k: int, r: MeasureResult) -> None:
+            self.commit(batch[k], r)
+            done.append((batch[k], r))
+
+        results = self.measurer.measure(self.task, batch, check=self.check, on_result=on_result)
+        self.tuner.update(batch, results)
+        self.exhausted = len(self.measured) >= len(self.task.config_space)
+        return done
+
+
 def tune_task(task: Task, n_trials: int, tuner: str | Tuner = "xgb",
               db: Database | str | os.PathLike[str] = "tuning.db",
               measurer: Measurer | None = None, batch_size: int = 8,
@@ -118,78 +195,30 @@ def tune_task(task: Task, n_trials: int, tuner: str | Tuner = "xgb",
     own_measurer = measurer is None
     if measurer is None:
         measurer = Measurer(Builder(n_parallel=min(batch_size, os.cpu_count() or 1)), Runner())
-    tuner_name = tuner if isinstance(tuner, str) else tuner.name
-    run_id = uuid.uuid4().hex[:12]
     try:
-        database.add_task(task)
-        target = task.target_str
-        history = database.records(task.key, target)
-        tn = create_tuner(tuner, task, seed=seed, **tuner_options) \
-            if isinstance(tuner, str) else tuner
-        tn.load_history(history)
-        if transfer and isinstance(tn, ModelBasedTuner):
-            X, y, g = transfer_data(database, target, task.key)
-            tn.pretrain(X, y, g)
-        measured = {r.config_index for r in history}
-        errors: Counter[str] = Counter()
-        n_new = 0
-        best = database.best(task.key, target)
-        best_cost = best.cost if isinstance(best, Record) else float("inf")
-        best_index = best.config_index if isinstance(best, Record) else None
-        since_best = 0
+        ses = TuningSession(task, database, measurer, tuner, seed, transfer, check_correctness,
+                            **tuner_options)
         stopped = "trials"
-
-        def commit(index: int, r: MeasureResult) -> None:
-            nonlocal n_new, best_cost, best_index, since_best
-            if database.add(_record(task, index, r, tuner_name, run_id)):
-                n_new += 1
-            measured.add(index)
-            if r.error_class:
-                errors[r.error_class] += 1
-            cost = sorted(r.costs)[len(r.costs) // 2] if r.ok and r.costs else float("inf")
-            if cost < best_cost:
-                best_cost, best_index, since_best = cost, index, 0
-            else:
-                since_best += 1
-
-        default = task.config_space.default_index
-        if check_correctness:
-            measurer.reference(task)
-        if default not in measured and len(measured) < n_trials:
-            r = measurer.reference_result(task) if check_correctness else None
-            if r is None:
-                (r,) = measurer.measure(task, [default], check=False)
-            commit(default, r)
-            tn.update([default], [r])
-        while len(measured) < n_trials:
+        if len(ses.measured) < n_trials:
+            ses.measure_default()
+        while len(ses.measured) < n_trials:
             if time_budget is not None and time.monotonic() - t0 > time_budget:
                 stopped = "time_budget"
                 break
-            if early_stopping is not None and since_best >= early_stopping:
+            if early_stopping is not None and ses.since_best >= early_stopping:
                 stopped = "early_stopping"
                 break
-            batch = [i for i in tn.next_batch(min(batch_size, n_trials - len(measured)))
-                     if i not in measured]
-            if not batch:
+            done = ses.step(min(batch_size, n_trials - len(ses.measured)))
+            if not done:
                 stopped = "space_exhausted"
                 break
-            done: list[tuple[int, MeasureResult]] = []
-
-            def on_result(k: int, r: MeasureResult, batch: list[int] = batch,
-                          done: list[tuple[int, MeasureResult]] = done) -> None:
-                commit(batch[k], r)
-                done.append((batch[k], r))
-
-            results = measurer.measure(task, batch, check=check_correctness,
-                                       on_result=on_result)
-            tn.update(batch, results)
-            prog = Progress(task, len(measured), n_trials, best_cost, best_index, done,
-                            time.monotonic() - t0)
+            prog = Progress(task, len(ses.measured), n_trials, ses.best_cost, ses.best_index,
+                            done, time.monotonic() - t0)
             for cb in callbacks:
                 cb(prog)
-        final = database.best(task.key, target)
-        return TuneResult(task, final if isinstance(final, Record) else None, len(measured),
-                          n_new, errors, stopped)
+        final = database.best(task.key, task.target_str)
+        return TuneResult(task, final if isinstance(final, Record) else None,
+                          len(ses.measured), ses.n_new, ses.errors, stopped)
     finally:
         if own_measurer:
             measurer.close()

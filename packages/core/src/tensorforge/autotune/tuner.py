@@ -226,6 +226,15 @@ class ModelBasedTuner(Tuner):
         self.model.fit(*self.transfer)
         self._plan = []
 
+    def set_transfer(self, X: np.ndarray, y: np.ndarray, groups: np.ndarray) -> None:
+        """Replace the other tasks' data (a task scheduler refreshes it as they are measured):
+        used with this task's own at the next refit, or fitted now when it has none yet."""
+        if len(self.ys) < 2:
+            self.pretrain(X, y, groups)
+        elif len(X):
+            self.transfer = (np.asarray(X), np.asarray(y), np.asarray(groups) + 1)
+            self._dirty = True
+
     def _refit(self) -> None:
         ys = np.asarray(self.ys)
         if len(ys) < 2 or ys.max() <= 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,7 +87,9 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
             opt_level: int = 3, tuning_db: Any = None) -> Any:
     """Compile `model` (path, ONNX ModelProto or Graph) for `target`; returns a CompiledModel
     (`run`, `benchmark`, `export`). opt_level 0 disables folding and fusion (one kernel per
-    op). `tuning_db` is accepted for the tuner (issue 6); schedules are not tuned yet."""
+    op). `tuning_db` (a path or an `autotune.Database`): each group whose task has records
+    is scheduled with its best config; tasks without records are listed in a warning and in
+    `desc["tuning"]["missing"]`."""
     from ..plugins import get_registry
     from ..runtime.graph_executor import CompiledModel
 
@@ -94,6 +97,11 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     p = plan(model, tgt, input_shapes, opt_level)
     t0 = time.perf_counter()
     strategies = get_registry().strategies(tgt)
+    tuning = None
+    if tuning_db is not None:  # the search engine sits above the compiler: import it late
+        from ..autotune.graph_tasks import TuningContext
+
+        tuning = TuningContext(tuning_db, tgt)
     funcs, how = [], {}
     # groups with the same workload (ops, attributes, shapes, wiring) share one kernel: an
     # unrolled LSTM repeats the same cell dozens of times
@@ -105,7 +113,7 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
             func_of[grp.name] = by_key[key]
             how[grp.name] = how[by_key[key]]
             continue
-        f, how[grp.name] = lower_group(grp, tgt, strategies)
+        f, how[grp.name] = lower_group(grp, tgt, strategies, tuning)
         funcs.append(f)
         by_key[key] = func_of[grp.name] = grp.name
     t1 = time.perf_counter()
@@ -113,6 +121,13 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     t2 = time.perf_counter()
     p.times.update(lower_s=t1 - t0, build_s=t2 - t1)
     desc, params = describe(p, tgt, how, func_of)
+    if tuning is not None:
+        tuning.close()
+        desc["tuning"] = tuning.summary()
+        if tuning.missing:
+            warnings.warn(f"{len(tuning.missing)} of {len(tuning.missing) + len(tuning.applied)}"
+                          f" tunable kernels have no record in {tuning.path} (default schedules):"
+                          f" {'; '.join(sorted(tuning.missing.values()))}", stacklevel=2)
     return CompiledModel(module, desc, params)
 
 

@@ -65,31 +65,40 @@ def build_group_te(group: FusedGroup) -> tuple[list[Any], list[Any]]:
 
 
 def schedule_group(group: FusedGroup, outs: list[Any], target: Any,
-                   strategies: dict[str, list[Any]] | None = None) -> tuple[Any, str]:
-    """(schedule, how it was chosen): the master op's best strategy on `target`, else the
-    generic schedule in core."""
+                   strategies: dict[str, list[Any]] | None = None,
+                   tuning: Any = None) -> tuple[Any, str]:
+    """(schedule, how it was chosen): the master op's best strategy on `target` (with the
+    tuned config `tuning.config(group, strategy)` when there is one), else the generic
+    schedule in core."""
     from ..ops.schedule_generic import schedule_generic
 
     for strat in (strategies or {}).get(group.master.op, [])[:1]:
-        return strat.load_schedule()(outs, target), f"strategy {strat.key}"
+        cfg = tuning.config(group, strat) if tuning is not None else None
+        if cfg is None:
+            return strat.load_schedule()(outs, target), f"strategy {strat.key}"
+        knobs = ", ".join(f"{k}={v}" for k, v in cfg.values().items())
+        return (strat.load_schedule()(outs, target, cfg),
+                f"strategy {strat.key} tuned config {cfg.index} ({knobs})")
     return schedule_generic(outs, target), "generic"
 
 
-def lower_group(group: FusedGroup, target: Any,
-                strategies: dict[str, list[Any]] | None = None) -> tuple[Any, str]:
-    """(lowered PrimFunc named after the group, schedule used). If the chosen schedule fails
-    to apply or lower, the default all-at-root schedule is used (correct, slow) with a warning."""
+def lower_group(group: FusedGroup, target: Any, strategies: dict[str, list[Any]] | None = None,
+                tuning: Any = None) -> tuple[Any, str]:
+    """(lowered PrimFunc named after the group, schedule used). If a tuned config fails to
+    apply or lower, the strategy's default is used; if that fails, the all-at-root schedule
+    (correct, slow); each with a warning."""
     from .. import te
     from ..driver import lower
 
-    placeholders, outs = build_group_te(group)
-    args = placeholders + outs
-    try:
-        s, how = schedule_group(group, outs, target, strategies)
-        return lower(s, args, name=group.name, target=target), how
-    except Exception as exc:  # a schedule bug must not make the model uncompilable
-        warnings.warn(f"{group.name}: schedule failed ({type(exc).__name__}: {exc}); using "
-                      "the default schedule", stacklevel=2)
+    for tuned in ((tuning, None) if tuning is not None else (None,)):
+        placeholders, outs = build_group_te(group)
+        try:
+            s, how = schedule_group(group, outs, target, strategies, tuned)
+            return lower(s, placeholders + outs, name=group.name, target=target), how
+        except Exception as exc:  # a schedule bug must not make the model uncompilable
+            then = "the untuned schedule" if tuned is not None else "the default schedule"
+            warnings.warn(f"{group.name}: schedule failed ({type(exc).__name__}: {exc}); "
+                          f"using {then}", stacklevel=2)
     placeholders, outs = build_group_te(group)
     s = te.create_schedule([o.op for o in outs])
     return lower(s, placeholders + outs, name=group.name, target=target), "default"

@@ -1,0 +1,143 @@
+"""``tune_model``: extract a model's tasks, tune them under one budget with the task
+scheduler, show progress, plot the tuning curves; what ``tforge tune`` runs.
+
+    tune_model("resnet18.onnx", "llvm -num-threads=1", db="tuning.db", time_budget=600)
+    model = tensorforge.compile("resnet18.onnx", "llvm -num-threads=1", tuning_db="tuning.db")
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .database import Database
+from .executor import Executor, LocalExecutor
+from .graph_tasks import GroupTask, extract_tasks
+from .measure import Builder, Measurer, Runner
+from .scheduler import SchedulerProgress, TaskScheduler, TaskState
+
+__all__ = ["TuneModelResult", "make_measurer", "parse_duration", "tune_model"]
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str | float | None) -> float | None:
+    """Seconds from ``"90"``, ``"20s"``, ``"10m"``, ``"1h30m"`` or a number (None passes)."""
+    if text is None or isinstance(text, (int, float)):
+        return None if text is None else float(text)
+    t = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", t):
+        return float(t)
+    parts = re.findall(r"(\d+(?:\.\d+)?)([smh])", t)
+    if not parts or "".join(a + u for a, u in parts) != t:
+        raise ValueError(f"duration {text!r}: write e.g. 90, 20s, 10m or 1h30m")
+    return sum(float(a) * _UNITS[u] for a, u in parts)
+
+
+def make_executor(spec: str = "local", n_workers: int | None = None) -> Executor:
+    """``local`` (a process pool), ``ray`` (a local Ray) or ``ray://ADDRESS`` (``ray.init``
+    of that address; ``ray://auto`` joins the cluster this machine belongs to)."""
+    if spec == "local":
+        return LocalExecutor(n_workers)
+    if spec == "ray" or spec.startswith("ray://"):
+        from .executor import RayExecutor
+
+        address = spec[len("ray://"):] if spec.startswith("ray://") else None
+        return RayExecutor(address="auto" if address == "auto" else
+                           (spec if address else None))
+    raise ValueError(f"executor {spec!r}: use local, ray or ray://ADDRESS")
+
+
+def make_measurer(executor: str = "local", n_parallel: int | None = None, repeat: int = 5,
+                  min_repeat_ms: float = 40.0, timeout: float = 10.0) -> Measurer:
+    """Builds in parallel and timed runs one at a time (each the median of ``repeat``
+    measurements of at least ``min_repeat_ms``)."""
+    if executor == "local":
+        builder = Builder(n_parallel=n_parallel or os.cpu_count() or 1)
+        return Measurer(builder, Runner(repeat=repeat, min_repeat_ms=min_repeat_ms,
+                                        timeout=timeout))
+    ex = make_executor(executor)
+    m = Measurer(Builder(executor=ex), Runner(repeat=repeat, min_repeat_ms=min_repeat_ms,
+                                              timeout=timeout, executor=ex))
+    m.close = ex.close  # type: ignore[method-assign]  # one executor for both
+    return m
+
+
+@dataclass
+class TuneModelResult:
+    tasks: list[GroupTask]
+    states: list[TaskState]
+    stopped: str
+    elapsed: float
+    new_trials: int
+    plot: str | None = None
+    errors: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def latency_default(self) -> float:
+        """Sum of weight x default config cost over the tasks (seconds)."""
+        return sum(s.task.weight * s.default_cost for s in self.states
+                   if math.isfinite(s.default_cost))
+
+    @property
+    def latency_tuned(self) -> float:
+        return sum(s.task.weight * min(s.best_cost, s.default_cost) for s in self.states
+                   if math.isfinite(s.default_cost))
+
+
+def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = "tuning.db",
+               n_trials: int | None = None, tuner: str = "xgb",
+               time_budget: float | str | None = None, early_stopping: int | None = None,
+               executor: str = "local", batch_size: int = 8,
+               input_shapes: dict[str, Any] | None = None, progress: str = "auto",
+               plot: str | os.PathLike[str] | bool | None = True, seed: int = 0,
+               measurer: Measurer | None = None,
+               callbacks: Sequence[Callable[[SchedulerProgress], None]] = (),
+               log: Callable[[str], None] = print) -> TuneModelResult:
+    """Tune every task of ``model`` on ``target`` into ``db``; ``plot`` True writes the
+    curves next to the database (``<db>-curves.png``), a path writes them there."""
+    from ..target import Target
+    from .report import make_display, plot_curves
+
+    tgt = Target.coerce(target)
+    t0 = time.monotonic()
+    tasks = extract_tasks(model, tgt, input_shapes)
+    database = db if isinstance(db, Database) else Database(db)
+    log(f"{len(tasks)} tasks ({int(sum(t.weight for t in tasks))} kernels), "
+        f"{sum(len(t.config_space) for t in tasks)} configs in all, "
+        f"extracted in {time.monotonic() - t0:.1f} s; records go to {database.path}")
+    own = measurer is None
+    measurer = measurer or make_measurer(executor)
+    display = make_display(progress) if progress != "none" else None
+    sched = TaskScheduler(tasks, database, measurer, tuner, n_trials,
+                          parse_duration(time_budget), batch_size, early_stopping, seed=seed,
+                          callbacks=[*([display] if display else []), *callbacks])
+    try:
+        states = sched.tune()
+    finally:
+        if display is not None:
+            display.close()
+        if own:
+            measurer.close()
+        path = None
+        if plot and database.path != ":memory:" and database.count():
+            path = (os.fspath(plot) if not isinstance(plot, bool)
+                    else os.path.splitext(database.path)[0] + "-curves.png")
+            try:
+                plot_curves(database, tasks, path)
+            except ImportError:
+                log("no tuning-curve plot: matplotlib is not installed")
+                path = None
+        if not isinstance(db, Database):
+            database.close()
+    errors: dict[str, int] = {}
+    for st in states:
+        for k, n in (st.session.errors if st.session else {}).items():
+            errors[k] = errors.get(k, 0) + n
+    return TuneModelResult(tasks, states, sched.stopped, sched.elapsed, sched.new_trials, path,
+                           errors)
