@@ -124,17 +124,19 @@ def _gflops(task: Task, cost: float) -> float:
 
 def _latency_curve(curves: list[tuple[Task, list[float], list[float]]],
                    t0: float) -> tuple[list[float], list[float]]:
-    """Wall time (min) and sum of weight x best cost (ms), once every task has a record."""
+    """Wall time (min) and sum of weight x best cost (ms); a task counts with its first
+    record (the default config) until it is measured, so the curve starts at the untuned
+    estimate."""
+    best = {k: costs[0] for k, (_, _, costs) in enumerate(curves) if costs}
+    if not best or not all(math.isfinite(c) for c in best.values()):
+        return [], []
     events = sorted((t, k, c) for k, (_, times, costs) in enumerate(curves)
                     for t, c in zip(times, costs))
-    n = sum(1 for _, times, _ in curves if times)
-    best: dict[int, float] = {}
-    xs, ys = [], []
+    xs, ys = [0.0], [sum(curves[j][0].weight * c for j, c in best.items()) * 1e3]
     for t, k, cost in events:
         best[k] = cost
-        if len(best) == n and all(math.isfinite(c) for c in best.values()):
-            xs.append((t - t0) / 60)
-            ys.append(sum(curves[j][0].weight * c for j, c in best.items()) * 1e3)
+        xs.append((t - t0) / 60)
+        ys.append(sum(curves[j][0].weight * c for j, c in best.items()) * 1e3)
     return xs, ys
 
 
@@ -164,7 +166,7 @@ def plot_curves(db: Database, tasks: Sequence[Task], path: str | os.PathLike[str
     axes[1].set(xlabel="wall time (min)", ylabel="best GFLOP/s",
                 title="per task, against wall time")
     axes[2].set(xlabel="wall time (min)", ylabel="ms",
-                title="estimated latency (sum of weight x best cost)")
+                title="estimated latency (sum of weight x best cost; unmeasured: default)")
     for ax in axes:
         ax.grid(alpha=0.3)
     if len(curves) <= 24:
