@@ -9,4 +9,6 @@ from typing import Any
 def convert_layout(g: Any, target: Any) -> Any:
     from tensorforge.graph.passes.layout_nchwc import convert_layout_nchwc
 
-    return convert_layout_nchwc(g, target)
+    from .winograd import winograd_rule
+
+    return convert_layout_nchwc(g, target, winograd=winograd_rule(target))

@@ -14,6 +14,8 @@ LLVM = TargetKind(
         "mtriple": TargetOption(str, "", "target triple; giving one turns off host detection"),
         "num-threads": TargetOption(int, 0, "worker threads; 0 = the machine's physical cores"),
         "opt-level": TargetOption(int, 3, "LLVM optimization level 0-3"),
+        "winograd": TargetOption(str, "auto", "3x3 stride-1 convs: auto (measured rule), off, "
+                                 "2 or 4 (Winograd F(m x m, 3x3) tile)"),
     },
     build="tensorforge_llvm.codegen:build",
     detect_host="tensorforge_llvm.host:detect_host",
@@ -63,6 +65,9 @@ def register_strategies(register, target):
     register(Strategy("dense_packed", "packed", f"{_OPS}:_dense_compute",
                       f"{_S}:schedule_dense_packed", priority=10,
                       description="dense with NK[y]n packed weights"))
+    register(Strategy("conv2d_winograd_nchwc", "winograd", f"{_OPS}:_wino_compute",
+                      "tensorforge_llvm.winograd:schedule_conv2d_winograd_nchwc", priority=10,
+                      description="Winograd F(2x2|4x4, 3x3) in NCHW[x]c, fused epilogue"))
 
 
 @hookimpl

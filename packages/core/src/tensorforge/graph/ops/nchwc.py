@@ -221,3 +221,34 @@ register_op("pixel_shuffle", OpPattern.INJECTIVE, _ps_infer, _ps_ref,
                                                    tuple(at["out_hw"]))],
             doc="sub-pixel interleave of s*s phases (phase-major channels), NCHW or NCHW<x>c; "
                 "attrs stride, offset (py, px), out_hw")
+
+
+def _wino_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    n, _, h, w, _ = types[0][0]
+    _, _, oo, _, ob = types[1][0]
+    pt, pl, pb, pr = at.get("pads", (0, 0, 0, 0))
+    return [((n, oo, h + pt + pb - 2, w + pl + pr - 2, ob), types[0][1])]
+
+
+def _wino_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    from ...ops.winograd import winograd_conv_np
+
+    y = winograd_conv_np(ins[0], ins[1], at["m"], at.get("pads", (0, 0, 0, 0)))
+    if len(ins) > 2:
+        y = y + _pack(ins[2].reshape(1, -1, 1, 1), ins[1].shape[-1])
+    return [y.astype(ins[0].dtype)]
+
+
+def _wino_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    from ...ops.winograd import conv2d_winograd_nchwc
+
+    y = conv2d_winograd_nchwc(ins[0], ins[1], at["m"], at.get("pads", 0))
+    if len(ins) > 2:
+        y = _bias(y, ins[2], out[0][0][-1])
+    return [y]
+
+
+register_op("conv2d_winograd_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE, _wino_infer, _wino_ref,
+            _wino_compute, doc="3x3 stride-1 conv by Winograd F(m x m, 3x3) on NCHW<x>c data "
+            "and weights transformed at compile time, U (a, a, O/y, C, y), a = m + 2 [, bias "
+            "(O,)]; attrs m (2 or 4), pads")
