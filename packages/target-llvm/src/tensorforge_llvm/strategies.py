@@ -37,6 +37,7 @@ KNOBS = {
     "conv2d_nchwc/direct": ("tile_ow", "reduce_order", "unroll_kw", "block"),
     "depthwise_conv2d_nchwc/direct": ("tile_ow", "unroll_taps"),
     "dense_packed/packed": ("tile_m", "tile_k", "tile_panels", "block"),
+    "conv2d_winograd_nchwc/winograd": ("tile_p", "m"),
 }
 
 
@@ -235,6 +236,11 @@ def schedule_dense_packed(outs: list[Tensor] | Tensor, target: Any = None,
     s = te.create_schedule([o.op for o in outs])
     out = s[outs[0]]
     mm = _find(s, "dense_packed")
+    if len(outs) > 1 or tuple(outs[0].shape) != tuple(mm.op.output(0).shape):
+        # a multi-output epilogue (an LSTM cell): the product at root, in the kernel; the
+        # injective rest inlined into the outputs, each one vectorized loop
+        _schedule_rest(s, outs, mm, target)
+        out = mm
     par = _parallel(target)
     weight = mm.op.input_tensors[1]
     bn = int(weight.shape[2].value)
@@ -255,7 +261,8 @@ def schedule_dense_packed(outs: list[Tensor] | Tensor, target: Any = None,
                      candidates=_tile_candidates(panels, nt, 8), default=(-1, nt))
     cfg.define_knob("block", [bn], default=bn)
     cfg.add_flop(2.0 * m_ext * _ext(out.op.axis[1]) * k_ext)
-    _inline_rest(s, {out.op, mm.op})
+    if out is not mm:
+        _inline_rest(s, {out.op, mm.op})
     local = s[s.cache_write(mm.op.output(0), "local")]
     if mm.op is not out.op:
         mm.compute_inline()
@@ -278,3 +285,24 @@ def schedule_dense_packed(outs: list[Tensor] | Tensor, target: Any = None,
     local.unroll(nco)
     local.unroll(ki)
     return s
+
+
+def _schedule_rest(s: Any, outs: list[Tensor], mm: Any, target: Any) -> None:
+    """Stages of a group around a materialized master `mm`: injective intermediates inlined,
+    each output one loop vectorized over its last axis (serial: a cell's few hundred
+    values are not worth a parallel region)."""
+    out_ops = {o.op for o in outs}
+    for st in s.stages:
+        if isinstance(st.op, ComputeOp) and st.op not in out_ops and st.op is not mm.op \
+                and not st.op.reduce_axis:
+            st.compute_inline()
+    lanes = _lanes(target)
+    for o in outs:
+        st = s[o]
+        axes = list(st.op.axis)
+        inner = axes[-1]
+        if len(axes) > 1:
+            st.fuse(*axes[:-1])
+        if _ext(inner) >= lanes:
+            _, vi = st.split(inner, factor=lanes)
+            st.vectorize(vi)

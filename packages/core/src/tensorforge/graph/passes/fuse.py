@@ -13,6 +13,12 @@ Walking the nodes in order, a node joins the group of the producer of one of its
   * a COMM_REDUCE group takes ELEMWISE/BROADCAST consumers of its output shape;
   * OUT_ELEMWISE_FUSABLE and OPAQUE nodes never join a producer; nothing joins an OPAQUE node.
 
+Then multi-output epilogues (`_merge_epilogues`): the group of a `dense_packed` with few rows
+(a recurrent product h @ W, at most `EPILOGUE_MAX_ROWS`) absorbs the injective groups that read
+its outputs (an LSTM cell's gate split, nonlinearities and state update, then tanh(c) * o)
+when no cycle results: one kernel per step, the product materialized inside it, the cell
+state and hidden state its outputs.
+
 With `enabled=False` (opt-level 0) every node is its own group.
 """
 
@@ -27,6 +33,8 @@ from ..registry import OpPattern, get_op
 
 _EW = OpPattern.BROADCAST
 _INJ = OpPattern.INJECTIVE
+EPILOGUE_MAX_ROWS = 8  # dense products with more rows keep their epilogues separate
+_EPILOGUE_MASTERS = ("dense_packed",)
 
 
 class _Group:
@@ -96,7 +104,45 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
             src = group_of.get(id(v.producer)) if v.producer is not None else None
             if src is not None and src is not joined:
                 joined.deps.add(src)
+    if enabled:
+        groups = _merge_epilogues(g, groups, group_of)
     return _finish(g, groups, consumers, graph_outputs)
+
+
+def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group]
+                     ) -> list[_Group]:
+    """Merge injective groups into the small dense group whose outputs they read (see the
+    module docstring), repeatedly, so that chains of them join too."""
+    order = {id(n): i for i, n in enumerate(g.nodes)}
+    merged: set[_Group] = set()
+    for grp in list(groups):
+        if grp in merged or grp.master.op not in _EPILOGUE_MASTERS:
+            continue
+        shape = grp.master.outputs[0].shape
+        if len(shape) != 2 or shape[0] > EPILOGUE_MAX_ROWS:
+            continue
+        changed = True
+        while changed:
+            changed = False
+            for other in groups:
+                if other is grp or other in merged or other.pattern > _INJ:
+                    continue
+                if grp not in other.deps or len(other.deps) > 3:
+                    continue  # not a reader of grp, or a gather of many (a concat of steps)
+                if any(d is not grp and d.reaches(grp) for d in other.deps):
+                    continue  # it also reads something computed from grp: a cycle
+                grp.nodes = sorted(grp.nodes + other.nodes, key=lambda n: order[id(n)])
+                grp.deps |= other.deps - {grp}
+                for n in other.nodes:
+                    group_of[id(n)] = grp
+                for x in groups:
+                    if other in x.deps:
+                        x.deps.discard(other)
+                        if x is not grp:
+                            x.deps.add(grp)
+                merged.add(other)
+                changed = True
+    return [grp for grp in groups if grp not in merged]
 
 
 def _makes_cycle(grp: _Group, n: Node, group_of: dict[int, _Group]) -> bool:
