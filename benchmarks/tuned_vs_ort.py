@@ -2,7 +2,7 @@
 Runtime, one thread each, interleaved medians (what docs/tuning.md reports).
 
     tforge tune resnet18.onnx --target "llvm -num-threads=1" --time-budget 10m --db tuning.db
-    python benchmarks/tuned_vs_ort.py resnet18.onnx tuning.db [rounds]
+    python benchmarks/tuned_vs_ort.py resnet18.onnx tuning.db [rounds] [target]
 
 Each round runs 3 of each in turn (untuned, tuned, ORT); the load average is printed before
 and after because the machine may be shared."""
@@ -46,8 +46,8 @@ def main(argv: list[str]) -> None:
 
     path, db = argv[0], argv[1]
     rounds = int(argv[2]) if len(argv) > 2 else 20
-    target = "llvm -num-threads=1"
-    print(f"{_cpu()}, {os.cpu_count()} CPUs, load average {os.getloadavg()}")
+    target = argv[3] if len(argv) > 3 else "llvm -num-threads=1"
+    print(f"{_cpu()}, {os.cpu_count()} CPUs, {target!r}, load average {os.getloadavg()}")
     untuned = tensorforge.compile(path, target=target)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
