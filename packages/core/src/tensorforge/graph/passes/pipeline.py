@@ -8,14 +8,11 @@ optimized graph; the compiler then calls `fuse_ops` and `plan_memory`."""
 
 from __future__ import annotations
 
-import contextvars
-import os
-import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TextIO
 
+from ...pass_infra import PassSwitches, run_named_passes
 from ..ir import Graph
 from .fold import fold_batch_norm, fold_constants
 from .layout import layout_transform, run_plugin_passes
@@ -24,54 +21,20 @@ from .simplify import copy_graph, eliminate_common_subexpr, eliminate_dead_code,
 GraphPass = Callable[[Graph], Graph]
 
 
-@dataclass
-class GraphPassContext:
-    print_before: set[str] = field(default_factory=set)
-    print_after: set[str] = field(default_factory=set)
-    disabled: set[str] = field(default_factory=set)
-    stream: TextIO | None = None
+class GraphPassContext(PassSwitches):
+    """Print or disable graph passes by name while the context is active."""
 
-    def __enter__(self) -> GraphPassContext:
-        self._token = _CTX.set(self)
-        return self
+    ENV = ("TENSORFORGE_PRINT_GRAPH_BEFORE", "TENSORFORGE_PRINT_GRAPH_AFTER",
+           "TENSORFORGE_DISABLE_GRAPH_PASSES")
+    LABEL = "graph"
 
-    def __exit__(self, *exc: object) -> None:
-        _CTX.reset(self._token)
-
-    @staticmethod
-    def current() -> GraphPassContext:
-        ctx = _CTX.get()
-        if ctx is not None:
-            return ctx
-        return GraphPassContext(_env_set("TENSORFORGE_PRINT_GRAPH_BEFORE"),
-                                _env_set("TENSORFORGE_PRINT_GRAPH_AFTER"),
-                                _env_set("TENSORFORGE_DISABLE_GRAPH_PASSES"))
-
-
-_CTX: contextvars.ContextVar[GraphPassContext | None] = contextvars.ContextVar(
-    "tensorforge_graph_pass_context", default=None)
-
-
-def _env_set(name: str) -> set[str]:
-    return {x.strip() for x in os.environ.get(name, "").split(",") if x.strip()}
-
-
-def _wants(names: set[str], name: str) -> bool:
-    return "all" in names or name in names
+    def __init__(self, print_before: Iterable[str] = (), print_after: Iterable[str] = (),
+                 disabled: Iterable[str] = (), stream: TextIO | None = None):
+        super().__init__(print_before, print_after, disabled, stream)
 
 
 def run_graph_passes(g: Graph, passes: Iterable[tuple[str, GraphPass]]) -> Graph:
-    ctx = GraphPassContext.current()
-    out = ctx.stream or sys.stdout
-    for name, fn in passes:
-        if name in ctx.disabled:
-            continue
-        if _wants(ctx.print_before, name):
-            print(f"# graph before {name}\n{g}\n", file=out)
-        g = fn(g)
-        if _wants(ctx.print_after, name):
-            print(f"# graph after {name}\n{g}\n", file=out)
-    return g
+    return run_named_passes(g, passes, GraphPassContext.current())
 
 
 def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[str, GraphPass]]:

@@ -5,70 +5,29 @@ disable passes (`disabled={"loop_partition"}`)."""
 
 from __future__ import annotations
 
-import contextvars
-import os
-import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ...pass_infra import PassSwitches, run_named_passes
 from ..stmt import PrimFunc
 
 Pass = Callable[[PrimFunc], PrimFunc]
 
 
-@dataclass
-class PassContext:
-    print_ir_before: set[str] = field(default_factory=set)
-    print_ir_after: set[str] = field(default_factory=set)
-    disabled: set[str] = field(default_factory=set)
-    stream: TextIO | None = None
+class PassContext(PassSwitches):
+    """Print or disable loop-IR passes by name while the context is active."""
 
-    def __enter__(self) -> PassContext:
-        self._token = _CTX.set(self)
-        return self
+    ENV = ("TENSORFORGE_PRINT_IR_BEFORE", "TENSORFORGE_PRINT_IR_AFTER",
+           "TENSORFORGE_DISABLE_PASSES")
+    LABEL = "IR"
 
-    def __exit__(self, *exc: object) -> None:
-        _CTX.reset(self._token)
-
-    @staticmethod
-    def current() -> PassContext:
-        ctx = _CTX.get()
-        if ctx is not None:
-            return ctx
-        return PassContext(
-            _env_set("TENSORFORGE_PRINT_IR_BEFORE"),
-            _env_set("TENSORFORGE_PRINT_IR_AFTER"),
-            _env_set("TENSORFORGE_DISABLE_PASSES"),
-        )
-
-
-def _env_set(name: str) -> set[str]:
-    v = os.environ.get(name, "")
-    return {x.strip() for x in v.split(",") if x.strip()}
-
-
-_CTX: contextvars.ContextVar[PassContext | None] = contextvars.ContextVar(
-    "tensorforge_pass_context", default=None
-)
-
-
-def _wants(names: set[str], name: str) -> bool:
-    return "all" in names or name in names
+    def __init__(self, print_ir_before: Iterable[str] = (), print_ir_after: Iterable[str] = (),
+                 disabled: Iterable[str] = (), stream: TextIO | None = None):
+        super().__init__(print_ir_before, print_ir_after, disabled, stream)
 
 
 def run_passes(func: PrimFunc, passes: Iterable[tuple[str, Pass]]) -> PrimFunc:
-    ctx = PassContext.current()
-    out = ctx.stream or sys.stdout
-    for name, fn in passes:
-        if name in ctx.disabled:
-            continue
-        if _wants(ctx.print_ir_before, name):
-            print(f"# IR before {name}\n{func}\n", file=out)
-        func = fn(func)
-        if _wants(ctx.print_ir_after, name):
-            print(f"# IR after {name}\n{func}\n", file=out)
-    return func
+    return run_named_passes(func, passes, PassContext.current())
 
 
 def default_passes(target: Any = None) -> list[tuple[str, Pass]]:
