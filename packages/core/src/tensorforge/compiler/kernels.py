@@ -4,7 +4,6 @@ target's strategy for the master op or the generic schedule in core."""
 
 from __future__ import annotations
 
-import re
 import warnings
 from typing import Any
 
@@ -12,19 +11,7 @@ from ..errors import TensorforgeError
 from ..graph.groups import FusedGroup
 from ..graph.ir import Value
 from ..graph.registry import get_op
-
-
-def _ident(name: str, used: set[str]) -> str:
-    base = re.sub(r"[^A-Za-z0-9_]", "_", name) or "v"
-    if base[0].isdigit():
-        base = "v" + base
-    base = base[:40]
-    out, k = base, 1
-    while out in used:
-        out = f"{base}_{k}"
-        k += 1
-    used.add(out)
-    return out
+from ..naming import c_identifier
 
 
 def build_group_te(group: FusedGroup) -> tuple[list[Any], list[Any]]:
@@ -35,7 +22,7 @@ def build_group_te(group: FusedGroup) -> tuple[list[Any], list[Any]]:
     env: dict[int, Any] = {}
     placeholders = []
     for v in group.inputs:
-        p = te.placeholder(v.shape, v.dtype, name=_ident(v.name, used))
+        p = te.placeholder(v.shape, v.dtype, name=c_identifier(v.name, used))
         env[id(v)] = p
         placeholders.append(p)
     for n in group.nodes:
@@ -57,7 +44,7 @@ def build_group_te(group: FusedGroup) -> tuple[list[Any], list[Any]]:
         t = env[id(v)]
         if any(t is p for p in placeholders) or id(t) in seen:  # pass-through: copy it
             src = t
-            t = te.compute(v.shape, lambda *i, src=src: src[i], name=_ident(v.name, used),
+            t = te.compute(v.shape, lambda *i, src=src: src[i], name=c_identifier(v.name, used),
                            tag="elemwise")
         seen.add(id(t))
         outputs.append(t)

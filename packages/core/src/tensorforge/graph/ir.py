@@ -73,14 +73,9 @@ class Graph:
     # construction -----------------------------------------------------------------------
     def unique_name(self, base: str, _space: set[str] | None = None) -> str:
         """A value name (or, with `_space`, a name in another namespace) not yet taken."""
-        space = self._names if _space is None else _space
-        base = base or "v"
-        name, k = base, 1
-        while name in space:
-            name = f"{base}_{k}"
-            k += 1
-        space.add(name)
-        return name
+        from ..naming import unique_name
+
+        return unique_name(base, self._names if _space is None else _space)
 
     def add_input(self, name: str, shape: tuple[int, ...], dtype: str) -> Value:
         v = Value(self.unique_name(name), tuple(int(d) for d in shape), dtype)

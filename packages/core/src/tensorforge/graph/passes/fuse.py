@@ -24,9 +24,8 @@ With `enabled=False` (opt-level 0) every node is its own group.
 
 from __future__ import annotations
 
-import re
-
 from ...errors import TensorforgeError
+from ...naming import c_identifier
 from ..groups import FusedGroup
 from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
@@ -208,10 +207,4 @@ def _name(k: int, grp: _Group, used: set[str]) -> str:
     for n in grp.nodes:
         if not ops or ops[-1] != n.op:
             ops.append(n.op)
-    base = re.sub(r"[^A-Za-z0-9_]", "_", "fused_" + "_".join(ops))[:48]
-    name, i = base, 1
-    while name in used:
-        name = f"{base}_{i}"
-        i += 1
-    used.add(name)
-    return name
+    return c_identifier("fused_" + "_".join(ops), used, max_len=48)
