@@ -1,7 +1,8 @@
-"""Tunable CPU templates: the hand schedules of ``ops/schedules_cpu.py`` with knobs.
+"""Tunable CPU templates: register-blocked matmul and NCHWc conv2d with knobs.
 
-Each template's default config (what a fresh :class:`ConfigSpace` selects) is the hand
-schedule with the tiles of ``cpu_tiles(lanes)`` for the target, so tuning starts from it.
+Each template's default config (what a fresh :class:`ConfigSpace` selects) uses the tiles of
+``cpu_tiles(lanes)`` for the target, so tuning starts from the hand choice;
+``ops/schedules_cpu.py`` exposes each template at one fixed config for benchmarks and tests.
 Data layouts (the packing of ``conv2d_nchwc``) belong to the workload, not to the knobs: every
 config of a task reads and writes the same arrays, so its output can be checked against the
 default's.

@@ -16,9 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import te
-from .nn_nchwc import conv2d_nchwc
-
 __all__ = ["cpu_tiles", "schedule_conv2d_nchwc", "schedule_matmul_packed"]
 
 
@@ -40,6 +37,17 @@ def cpu_tiles(lanes: int) -> dict[str, dict[str, int]]:
             "conv2d": {"ic_bn": 8, "oc_bn": 8, "reg_n": 7}}
 
 
+def _fixed(template_fn: Any, workload: tuple, knobs: dict[str, Any]) -> Any:
+    """The config of `template_fn`'s space with the given knob values (the rest default)."""
+    from ..autotune.space import ConfigSpace
+
+    space = ConfigSpace(None)
+    template_fn(space, *workload)
+    values = space.get(space.default_index).values()
+    values.update(knobs)
+    return space.from_json({"knobs": values})
+
+
 def schedule_matmul_packed(M: int, N: int, K: int, bn: int = 32, mr: int = 8, ku: int = 4,
                            dtype: str = "float32", parallel: bool = True) -> tuple[Any, list]:
     """C[M, N] = A[M, K] @ B[K, N], with B packed into panels ``[N/bn, K, bn]`` in the kernel.
@@ -49,35 +57,19 @@ def schedule_matmul_packed(M: int, N: int, K: int, bn: int = 32, mr: int = 8, ku
     ``mr`` broadcasts of A and ``bn / lanes`` vector loads of the panel feed ``mr * bn / lanes``
     FMAs. Panels outermost keep one panel (``K * bn`` elements, 128 KiB at K=1024, bn=32) in L2
     while the rows of A stream past it. Needs ``M % mr == N % bn == K % ku == 0``.
+
+    This is the tunable template ``matmul_packed.llvm`` at one fixed config.
     """
+    from ..autotune.templates_cpu import matmul_packed_template
+
     if M % mr or N % bn or K % ku:
         raise ValueError(f"schedule_matmul_packed: M={M}, N={N}, K={K} must be multiples of "
                          f"mr={mr}, bn={bn}, ku={ku}")
-    A = te.placeholder((M, K), dtype, name="A")
-    B = te.placeholder((K, N), dtype, name="B")
-    k = te.reduce_axis((0, K), name="k")
-    packed = te.compute((N // bn, K, bn), lambda x, y, z: B[y, x * bn + z], name="packedB")
-    C = te.compute((M, N), lambda i, j: te.sum(A[i, k] * packed[j // bn, k, j % bn], axis=k),
-                   name="C")
-    s = te.create_schedule(C.op)
-    CC = s.cache_write(C, "local")
-    mo, no, mi, ni = s[C].tile(C.op.axis[0], C.op.axis[1], mr, bn)
-    s[C].reorder(no, mo, mi, ni)
-    s[C].vectorize(ni)
-    s[CC].compute_at(s[C], mo)
-    mc, nc = s[CC].op.axis
-    (kk,) = s[CC].op.reduce_axis
-    ko, ki = s[CC].split(kk, factor=ku)
-    s[CC].reorder(ko, ki, mc, nc)
-    s[CC].vectorize(nc)
-    s[CC].unroll(mc)
-    s[CC].unroll(ki)
-    x, _, z = s[packed].op.axis
-    s[packed].vectorize(z)
-    if parallel:
-        s[C].parallel(no)
-        s[packed].parallel(x)
-    return s, [A, B, C]
+    workload = (M, N, K, dtype, parallel)
+    cfg = _fixed(matmul_packed_template, workload, {
+        "tile_m": [M // mr, mr], "tile_n": [N // bn, bn], "tile_k": [K // ku, ku],
+        "order": "panel_outer", "unroll_mk": ["unroll", "unroll"]})
+    return matmul_packed_template(cfg, *workload)
 
 
 def schedule_conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, kh: int = 3, kw: int = 3,
@@ -92,34 +84,17 @@ def schedule_conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, kh: int = 3, 
     two vectors); per input channel it does ``reg_n`` broadcasts and ``oc_bn / lanes`` vector
     loads of weights for ``reg_n * oc_bn / lanes`` FMAs. Rows of (batch, oc-block, out row) are
     the parallel loop; padding is its own stage (one pass over the input).
+
+    This is the tunable template ``conv2d_nchwc.llvm`` at one fixed config.
     """
+    from ..autotune.templates_cpu import conv2d_nchwc_template
+
     OW = (W + 2 * padding - kw) // stride + 1
     if C % ic_bn or OC % oc_bn or OW % reg_n:
         raise ValueError(f"schedule_conv2d_nchwc: C={C}, OC={OC}, OW={OW} must be multiples of "
                          f"ic_bn={ic_bn}, oc_bn={oc_bn}, reg_n={reg_n}")
-    data = te.placeholder((N, C // ic_bn, H, W, ic_bn), dtype, name="data")
-    kernel = te.placeholder((OC // oc_bn, C // ic_bn, kh, kw, ic_bn, oc_bn), dtype,
-                            name="kernel")
-    out = conv2d_nchwc(data, kernel, stride, padding)
-    s = te.create_schedule(out.op)
-    padded = out.op.input_tensors[0]
-    if padded.op is not data.op:  # the padding stage: vectorized over channels, parallel rows
-        pn, pc, ph, pw, pb = s[padded].op.axis
-        s[padded].vectorize(pb)
-        if parallel:
-            s[padded].parallel(s[padded].fuse(pn, pc, ph))
-    CC = s.cache_write(out, "local")
-    n, oc, oh, ow, ob = s[out].op.axis
-    owo, owi = s[out].split(ow, factor=reg_n)
-    s[out].reorder(n, oc, oh, owo, owi, ob)
-    s[out].vectorize(ob)
-    rows = s[out].fuse(n, oc, oh)
-    if parallel:
-        s[out].parallel(rows)
-    s[CC].compute_at(s[out], owo)
-    _, _, _, cw, cb = s[CC].op.axis
-    ico, ry, rx, ici = s[CC].op.reduce_axis
-    s[CC].reorder(ico, ry, rx, ici, cw, cb)
-    s[CC].vectorize(cb)
-    s[CC].unroll(cw)
-    return s, [data, kernel, out]
+    workload = (N, C, H, W, OC, kh, kw, stride, padding, ic_bn, oc_bn, dtype, parallel)
+    cfg = _fixed(conv2d_nchwc_template, workload, {
+        "tile_ow": [OW // reg_n, reg_n], "reduce_order": [0, 1, 2, 3],
+        "unroll_cw_rx": ["unroll", "none"], "acc_at": "tile"})
+    return conv2d_nchwc_template(cfg, *workload)
