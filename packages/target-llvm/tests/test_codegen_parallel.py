@@ -94,6 +94,7 @@ def test_parallel_region_splits_work_across_threads(monkeypatch):
         return real(em, e)
 
     monkeypatch.setattr(intrinsics, "emit_call", emit_call)
+    monkeypatch.setattr("tensorforge_llvm.parallel.PARALLEL_MIN_FLOPS", 0)  # tiny: parallel
     n = 1000
     T = buf("T", n, "int32")
     i, j = Var("i"), Var("j")
@@ -150,3 +151,18 @@ def test_export_library_and_load_without_llvmlite(tmp_path):
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "c.npy"), ref)
     assert "ERR TensorforgeError" in proc.stdout and "expects dtype float32" in proc.stdout
+
+
+def test_small_nest_stays_serial():
+    """A parallel loop nest below PARALLEL_MIN_FLOPS / PARALLEL_MIN_BYTES opens no region."""
+    n = 8 * 37
+    A, C = buf("A", n), buf("C", n)
+    i = Var("i")
+    idx = ramp(i * 8, 8)
+    body = loop(i, 37, store(C, load(A, idx) + load(A, idx), idx), kind="parallel")
+    mod = compile1(PrimFunc("small", (A, C), body), **{"num-threads": 2})
+    assert "GOMP_parallel" not in mod.get_source("ll")
+    a = np.random.rand(n).astype("float32")
+    c = np.zeros(n, "float32")
+    mod(a, c)
+    np.testing.assert_allclose(c, 2 * a)

@@ -163,10 +163,11 @@ class StmtEmitter(ExprEmitter):
             raise self.bug(f"loop {s.loop_var.name!r} is bound to GPU thread "
                            f"{s.thread_tag!r}, which a CPU target cannot run")
         if s.kind == "parallel" and not self.in_parallel:
-            from .parallel import emit_parallel_for
+            from .parallel import emit_parallel_for, worth_parallel
 
-            emit_parallel_for(self, s)
-            return
+            if worth_parallel(s):
+                emit_parallel_for(self, s)
+                return
         lo, ext = s.min, s.extent
         if (s.kind == "unrolled" and isinstance(lo, IntImm) and isinstance(ext, IntImm)
                 and ext.value <= UNROLL_LIMIT):

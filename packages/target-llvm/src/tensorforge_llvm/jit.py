@@ -8,6 +8,7 @@ for the name would die with SIGILL on such a machine.
 from __future__ import annotations
 
 import ctypes.util
+import os
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -31,6 +32,7 @@ def ensure_llvm() -> None:
             return
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
+        _bounded_spin()
         for lib in ("gomp", "m"):
             path = ctypes.util.find_library(lib)
             if path is None and lib == "gomp":
@@ -41,6 +43,20 @@ def ensure_llvm() -> None:
             if path is not None:
                 llvm.load_library_permanently(path)
         _ready = True
+
+
+#: libgomp's spin count between parallel regions when the user sets no wait policy: enough to
+#: cover the gap between the regions of one model run (tens of microseconds), then the
+#: workers sleep, instead of spinning for milliseconds (the default, 300000) against other
+#: thread pools and jobs on the same cores (docs/performance.md, "Two threads").
+DEFAULT_SPINCOUNT = "20000"
+
+
+def _bounded_spin() -> None:
+    """Set GOMP_SPINCOUNT before libgomp loads (it reads its environment once), unless the
+    user chose OMP_WAIT_POLICY or GOMP_SPINCOUNT."""
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = DEFAULT_SPINCOUNT
 
 
 @dataclass(frozen=True)

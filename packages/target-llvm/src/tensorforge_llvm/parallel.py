@@ -6,6 +6,11 @@ scalars, enclosing loop variables, let bindings), the loop bounds, and the paren
 slot. Each OpenMP thread runs a static chunk of the iterations; the parent calls
 `GOMP_parallel(body, data, num_threads, 0)`, which returns when all threads are done. Parallel
 loops nested inside a region run serially.
+
+Small loop nests stay serial (`worth_parallel`): entering a region costs a wake-up and a
+barrier (microseconds with spinning workers, tens of microseconds once they sleep, far more
+when the machine is loaded and a worker is descheduled), more than a nest of fewer than
+PARALLEL_MIN_FLOPS operations that touches fewer than PARALLEL_MIN_BYTES saves.
 """
 
 from __future__ import annotations
@@ -14,11 +19,16 @@ from typing import Any
 
 from llvmlite import ir
 
-from tensorforge.expr import ExprVisitor, Var
-from tensorforge.tir import For
+from tensorforge.expr import ExprVisitor, IntImm, Var
+from tensorforge.expr import dtype as dt
+from tensorforge.tir import Allocate, AttrStmt, BufferStore, For, IfThenElse, LetStmt, SeqStmt
 
 from .codegen_expr import I32, PTR, ll_type
 from .codegen_stmt import StmtEmitter
+
+PARALLEL_MIN_FLOPS = 1_000_000  # element operations (vector lanes counted): ~10 us on a core
+PARALLEL_MIN_BYTES = 512 * 1024  # bytes loaded and stored
+_UNKNOWN_EXTENT = 1 << 20
 
 
 class _Uses(ExprVisitor):
@@ -46,6 +56,50 @@ class _Uses(ExprVisitor):
     def visit_Allocate(self, s: Any) -> None:
         self._buffer(s.buffer)
         self.generic_visit(s)
+
+
+class _Ops(ExprVisitor):
+    def __init__(self) -> None:
+        self.ops = 0
+        self.load_bytes = 0
+
+    def generic_visit(self, node: Any) -> None:
+        self.ops += 1
+        super().generic_visit(node)
+
+    def visit_BufferLoad(self, e: Any) -> None:
+        self.load_bytes += dt.nbytes(e.dtype)
+        self.generic_visit(e)
+
+
+def estimate_work(s: Any) -> tuple[float, float]:
+    """(element operations, bytes moved) of a statement, loops with constant extents
+    multiplied out (a symbolic extent counts as large)."""
+    if isinstance(s, For):
+        ext = s.extent.value if isinstance(s.extent, IntImm) else _UNKNOWN_EXTENT
+        f, b = estimate_work(s.body)
+        return ext * f, ext * b
+    if isinstance(s, SeqStmt):
+        parts = [estimate_work(x) for x in s.seq]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
+    if isinstance(s, IfThenElse):
+        a = estimate_work(s.then_case)
+        b = estimate_work(s.else_case) if s.else_case is not None else (0.0, 0.0)
+        return max(a[0], b[0]), max(a[1], b[1])
+    if isinstance(s, (LetStmt, AttrStmt, Allocate)):
+        return estimate_work(s.body)
+    if isinstance(s, BufferStore):
+        v = _Ops()
+        v.visit(s.value)
+        lanes = dt.lanes(s.value.dtype)
+        return float(v.ops * lanes), float(v.load_bytes + dt.nbytes(s.value.dtype))
+    return 0.0, 0.0
+
+
+def worth_parallel(loop: For) -> bool:
+    """Whether a parallel loop nest is large enough for an OpenMP region."""
+    flops, nbytes = estimate_work(loop)
+    return flops >= PARALLEL_MIN_FLOPS or nbytes >= PARALLEL_MIN_BYTES
 
 
 def emit_parallel_for(em: StmtEmitter, loop: For) -> None:
