@@ -26,6 +26,20 @@ def _pair(v: int | Sequence[int]) -> tuple[int, int]:
     return (v[0], v[0]) if len(v) == 1 else (v[0], v[1])
 
 
+def conv_geometry(
+    h: int, w: int, kh: int, kw: int, stride: int | Sequence[int],
+    padding: int | Sequence[int], dilation: int | Sequence[int],
+) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int, int, int], tuple[int, int]]:
+    """(strides, dilations, pads (top, left, bottom, right), output (height, width)) of a
+    2-D convolution window over an h x w input."""
+    sh, sw = _pair(stride)
+    dh, dw = _pair(dilation)
+    pt, pl, pb, pr = _pads4(padding)
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    return (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow)
+
+
 def _pads4(p: int | Sequence[int]) -> tuple[int, int, int, int]:
     """(top, left, bottom, right) from an int, (h, w) or (t, l, b, r)."""
     if isinstance(p, int):
@@ -104,11 +118,8 @@ def conv2d_nhwc(
     kh, kw, c2, o = (_int(s) for s in kernel.shape)
     if c != c2:
         raise ValueError(f"conv2d_nhwc: input channels {c} != kernel channels {c2}")
-    sh, sw = _pair(stride)
-    dh, dw = _pair(dilation)
-    pt, pl, pb, pr = _pads4(padding)
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow) = conv_geometry(
+        h, w, kh, kw, stride, padding, dilation)
     out_dtype = out_dtype or data.dtype
     padded = pad(data, (0, pt, pl, 0), (0, pb, pr, 0), name=f"{name}_pad")
     rc = te.reduce_axis((0, c), name="rc")
@@ -138,11 +149,8 @@ def depthwise_conv2d_nchw(
         raise ValueError(f"depthwise conv: kernel {tuple(kernel.shape)} for {c} channels")
     m = o // c
     out_dtype = out_dtype or data.dtype
-    sh, sw = _pair(stride)
-    dh, dw = _pair(dilation)
-    pt, pl, pb, pr = _pads4(padding)
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow) = conv_geometry(
+        h, w, kh, kw, stride, padding, dilation)
     padded = pad(data, (0, 0, pt, pl), (0, 0, pb, pr), name=f"{name}_pad")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")

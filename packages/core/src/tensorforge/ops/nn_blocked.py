@@ -12,7 +12,7 @@ from typing import Any
 from .. import te
 from ..expr import const
 from ..te import Tensor
-from .nn import _int, _pads4, _pair, _pool_out, pad
+from .nn import _int, _pads4, _pair, _pool_out, conv_geometry, pad
 
 __all__ = ["avg_pool2d_nchwc", "dense_packed", "depthwise_conv2d_nchwc",
            "global_avg_pool2d_nchwc", "layout_transform", "max_pool2d_nchwc", "parse_layout",
@@ -77,11 +77,8 @@ def depthwise_conv2d_nchwc(data: Tensor, kernel: Tensor, stride: int | Sequence[
     _, _, kh, kw, _, bn2 = (_int(s) for s in kernel.shape)
     if bn != bn2:
         raise ValueError(f"depthwise_conv2d_nchwc: data block {bn} != kernel block {bn2}")
-    sh, sw = _pair(stride)
-    dh, dw = _pair(dilation)
-    pt, pl, pb, pr = _pads4(padding)
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow) = conv_geometry(
+        h, w, kh, kw, stride, padding, dilation)
     padded = pad(data, (0, 0, pt, pl, 0), (0, 0, pb, pr, 0), name=f"{name}_pad")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")

@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import te
 from ..te import Tensor
-from .nn import _int, _pads4, _pair, pad
+from .nn import _int, conv_geometry, pad
 
 __all__ = ["conv2d_nchwc", "pack_nchwc", "pack_oihw_xi_yo", "unpack_nchwc"]
 
@@ -33,11 +33,8 @@ def conv2d_nchwc(
     if (ic_chunk, ic_bn) != (ic_chunk2, ic_bn2):
         raise ValueError(f"conv2d_nchwc: data {tuple(data.shape)} and kernel "
                          f"{tuple(kernel.shape)} disagree on the input-channel blocking")
-    sh, sw = _pair(stride)
-    dh, dw = _pair(dilation)
-    pt, pl, pb, pr = _pads4(padding)
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow) = conv_geometry(
+        h, w, kh, kw, stride, padding, dilation)
     out_dtype = out_dtype or data.dtype
     padded = pad(data, (0, 0, pt, pl, 0), (0, 0, pb, pr, 0), name=f"{name}_pad")
     ico = te.reduce_axis((0, ic_chunk), name="ico")
