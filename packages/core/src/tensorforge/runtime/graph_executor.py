@@ -132,6 +132,23 @@ class GraphExecutor:
             elif cfunc(*ptrs):
                 fn(*args)  # the checked call raises with the kernel's message
 
+    def profile(self, repeat: int = 10) -> list[list[float]]:
+        """Seconds of every kernel call, in order, for each of `repeat` executions (the
+        kernels run in sequence as in `execute`, each timed on its own)."""
+        clock = time.perf_counter
+        runs = []
+        for _ in range(max(1, repeat)):
+            ts = []
+            for fn, args, cfunc, ptrs in self._fast:
+                t0 = clock()
+                if cfunc is None:
+                    fn(*args)
+                elif cfunc(*ptrs):
+                    fn(*args)
+                ts.append(clock() - t0)
+            runs.append(ts)
+        return runs
+
     def get_outputs(self) -> list[np.ndarray]:
         return [self.arrays[o["value"]].copy() for o in self.outputs]
 
@@ -216,6 +233,20 @@ class CompiledModel:
             times.append((time.perf_counter() - t0) / max(1, number))
         return BenchmarkResult(statistics.median(times), statistics.fmean(times),
                                statistics.pstdev(times), min(times), max(times), times)
+
+    def profile(self, inputs: Any = None, repeat: int = 10,
+                warmup: int = 1) -> list[dict[str, Any]]:
+        """Per-kernel medians over `repeat` executions, in call order: one dict per call with
+        `name`, `group`, `schedule`, `median` and `share` (of the summed medians) seconds."""
+        self.executor.set_inputs(self.random_inputs() if inputs is None else inputs)
+        for _ in range(warmup):
+            self.executor.execute()
+        runs = self.executor.profile(repeat)
+        meds = [statistics.median(col) for col in zip(*runs)]
+        total = sum(meds) or 1.0
+        return [{"name": k["name"], "group": k.get("group", k["name"]),
+                 "schedule": k.get("schedule", ""), "median": t, "share": t / total}
+                for k, t in zip(self.desc["kernels"], meds)]
 
     def export(self, path: Any) -> str:
         """Write one `.tfpkg` file (library, its signatures, graph description, params)."""

@@ -51,7 +51,10 @@ def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[s
     if opt_level >= 2:
         passes.append(("layout_transform", partial(layout_transform, target=target)))
     if opt_level >= 1:
-        passes.append(("fold_constants_after_layout", fold_constants))
+        # one packing of a weight used by many nodes (an unrolled LSTM's recurrent matrix:
+        # one layout_transform per step until merged, 35 packed copies that evict each other)
+        passes += [("eliminate_common_subexpr_after_layout", eliminate_common_subexpr),
+                   ("fold_constants_after_layout", fold_constants)]
     passes += [("eliminate_dead_code", eliminate_dead_code),
                ("infer_types_final", infer_types)]
     return passes
