@@ -247,16 +247,16 @@ def schedule_dense_packed(outs: list[Tensor] | Tensor, target: Any = None,
     lanes = _lanes(target)
     m_ext, k_ext = _ext(out.op.axis[0]), _ext(mm.op.reduce_axis[0])
     vecs = max(1, bn // lanes)
-    mr = _pick_tile(m_ext, max(1, (register_file(target) // 2) // vecs))
+    panels = _ext(out.op.axis[1]) // bn
+    mr, nt = _dense_tile(m_ext, panels, vecs, register_file(target))
     cfg.define_split("tile_m", m_ext, 2, policy="candidate",
                      candidates=_tile_candidates(m_ext, mr, 16), default=(-1, mr))
     ku = max(d for d in (4, 2, 1) if k_ext % d == 0)
     cfg.define_split("tile_k", k_ext, 2, policy="candidate",
                      candidates=[(-1, 1), (-1, 2), (-1, 4), (-1, 8)], default=(-1, ku))
-    panels = _ext(out.op.axis[1]) // bn
     # few rows (a GEMV): several panels per tile, so the FMA chains are independent
-    want = max(1, (register_file(target) // 2) // (cfg["tile_m"].size[1] * vecs))
-    nt = max(d for d in range(1, min(panels, want, 8) + 1) if panels % d == 0)
+    if cfg["tile_m"].size[1] != mr:
+        nt = _dense_panels(panels, cfg["tile_m"].size[1], vecs, register_file(target) // 2)
     cfg.define_split("tile_panels", panels, 2, policy="candidate",
                      candidates=_tile_candidates(panels, nt, 8), default=(-1, nt))
     cfg.define_knob("block", [bn], default=bn)
@@ -285,6 +285,34 @@ def schedule_dense_packed(outs: list[Tensor] | Tensor, target: Any = None,
     local.unroll(nco)
     local.unroll(ki)
     return s
+
+
+def _dense_panels(panels: int, rows: int, vecs: int, acc: int) -> int:
+    """Panels per register tile: a divisor of `panels` (no guard) up to 8 that fills about
+    `acc` accumulators with `rows` rows of `vecs` vectors each."""
+    want = max(1, acc // (rows * vecs))
+    return max(d for d in range(1, min(panels, want, 8) + 1) if panels % d == 0)
+
+
+def _dense_tile(m: int, panels: int, vecs: int, regs: int) -> tuple[int, int]:
+    """(rows, panels) of the register tile: the most useful FMAs per padded one, with about
+    `regs // 2` accumulators and all of them, the weight vectors and a broadcast in
+    registers. A guarded last row tile computes padding rows and keeps `if likely` tests in
+    the reduction loop (35 rows in tiles of 16: 48 computed, a branch per FMA), so divisors
+    win: the LSTM LM decoder (35 x 625 panels of 16) takes 5 rows x 5 panels."""
+    want = max(1, regs // 2)
+    best, score = (1, 1), (-1.0, 0.0)
+    for t in range(1, min(m, 16) + 1):
+        padded = -(-m // t) * t
+        for nt in (d for d in range(1, min(panels, 8) + 1) if panels % d == 0):
+            acc = t * vecs * nt
+            if acc + min(t, vecs * nt) + 1 > regs and (t, nt) != (1, 1):
+                continue  # the reused operand (rows' broadcasts or panel vectors) in registers
+            useful = min(acc, want) / want * m / padded * (1.0 if m % t == 0 else 0.8)
+            sc = (round(useful, 6), acc / (t + vecs * nt))  # ties: fewer loads per FMA
+            if sc > score:
+                best, score = (t, nt), sc
+    return best
 
 
 def _schedule_rest(s: Any, outs: list[Tensor], mm: Any, target: Any) -> None:
