@@ -107,6 +107,28 @@ def test_layout_pass_keeps_blocked_chain(llvm_target) -> None:
     assert count_layout_transforms(optimize(g, llvm_target)) == 2
 
 
+@pytest.mark.parametrize("e1,e3,blocked", [(32, 32, True), (16, 48, True), (24, 20, False)])
+def test_fire_concat_stays_blocked(llvm_target, e1: int, e3: int, blocked: bool) -> None:
+    """SqueezeNet's fire module: squeeze 1x1 -> expand 1x1 and 3x3 -> channel concat -> max
+    pool. A concat whose inputs' channel counts the block divides runs in NCHW[x]c (no
+    transforms around it, the pool blocked); otherwise it falls back to NCHW."""
+    g = Graph()
+    x = g.add_input("x", (1, 16, 15, 15), "float32")
+    s = g.add("relu", g.add("conv2d", x, g.add_const("ws", _w(16, 16, 1, 1))))
+    a = g.add("relu", g.add("conv2d", s, g.add_const("w1", _w(e1, 16, 1, 1)),
+                            g.add_const("b1", _w(e1))))
+    b = g.add("relu", g.add("conv2d", s, g.add_const("w3", _w(e3, 16, 3, 3)),
+                            g.add_const("b3", _w(e3)), pads=(1, 1, 1, 1)))
+    y = g.add("concat", a, b, axis=1)
+    y = g.add("max_pool2d", y, kernel=(3, 3), strides=(2, 2), pads=(0, 0, 1, 1))
+    g.outputs = [y]
+    inputs = {"x": RNG.standard_normal((1, 16, 15, 15)).astype("float32")}
+    _check(g, llvm_target, inputs, {"max_pool2d_nchwc": int(blocked),
+                                    "max_pool2d": int(not blocked)})
+    n = count_layout_transforms(optimize(g, llvm_target))
+    assert (n == 2) if blocked else (n > 2)
+
+
 @pytest.mark.parametrize("c,o,h,k,s,p", [(6, 8, 4, 4, 2, 1), (4, 16, 1, 4, 1, 0),
                                          (5, 3, 5, 3, 2, 1), (8, 16, 3, 5, 3, 2)])
 def test_conv_transpose_as_subpixel_conv(llvm_target, c, o, h, k, s, p) -> None:

@@ -8,6 +8,8 @@ Walking the graph in order, it converts
 - elementwise/broadcast ops whose tensor operands are all blocked (relu, clip, the residual
   add, the BN scale/shift): the same op, per-channel constants re-laid to (.., C/x, .., x);
 - pools and `pixel_shuffle` on a blocked input: their NCHW[x]c forms;
+- `concat` along the channels of blocked inputs (SqueezeNet's fire modules) whose channel
+  counts the block divides: a concat along the channel-block axis of NCHW[x]c;
 - `dense` (and 2-D `matmul`) with a constant weight to `dense_packed` (weights NK[y]n);
 
 and inserts `layout_transform` only where a value enters the blocked region (the network
@@ -184,6 +186,21 @@ class _Rewriter:
         self.blocked[id(n.outputs[0])] = (y, b)
         return True
 
+    def concat(self, n: Node) -> bool:
+        """Channel concat of blocked inputs: blocks stay whole (each input's channel count is a
+        multiple of the block), so it is a concat along the C/x axis of NCHW[x]c."""
+        out = n.outputs[0]
+        if len(out.shape) != 4 or n.attrs.get("axis", 0) % 4 != 1 or any(
+                v.is_const or len(v.shape) != 4 for v in n.inputs):
+            return False
+        first = next((self.blocked[id(v)][1] for v in n.inputs if id(v) in self.blocked), None)
+        if first is None or any(v.shape[1] % first for v in n.inputs):
+            return False
+        ins = [self.to_blocked(v, first) for v in n.inputs]
+        y = _emit(self.g, "concat", ins, {"axis": 1}, n.name)
+        self.blocked[id(out)] = (y, first)
+        return True
+
     def dense(self, n: Node) -> bool:
         if n.op == "matmul" and len(n.inputs) == 2 and n.inputs[1].is_const and len(
                 n.inputs[0].shape) == 2 and n.inputs[1].const.ndim == 2:
@@ -218,6 +235,8 @@ class _Rewriter:
                 done = self.shuffle(n)
             elif n.op in ("dense", "matmul"):
                 done = self.dense(n)
+            elif n.op == "concat":
+                done = self.concat(n)
             else:
                 done = self.elementwise(n)
             if not done:
