@@ -40,3 +40,25 @@ def test_shared_kernels_survive_export(llvm_target, tmp_path):
     x = np.ones((4, 16), "float32")
     np.testing.assert_array_equal(tensorforge.load(path).run({"x": x})[0],
                                   model.run({"x": x})[0])
+
+
+def test_a_shared_weight_is_packed_once_and_profiled(llvm_target):
+    """Three dense nodes reading one weight (an unrolled RNN's recurrent matrix): the layout
+    pass packs it per node, CSE merges the packings, one constant is left."""
+    rng = np.random.default_rng(0)
+    g = Graph("shared")
+    h = g.add_input("x", (1, 64), "float32")
+    w = g.add_const("w", rng.standard_normal((64, 64)).astype("float32") * 0.1)
+    for _ in range(3):
+        h = g.add("tanh", g.add("dense", h, w))
+    g.outputs = [h]
+    model = tensorforge.compile(g, target=llvm_target)
+    consts = [v for v in model.desc["values"] if v["kind"] == "const"]
+    assert len(consts) == 1
+    x = rng.standard_normal((1, 64)).astype("float32")
+    np.testing.assert_allclose(model.run({"x": x})[0], run_reference(g, {"x": x})[0],
+                               rtol=1e-5, atol=1e-5)
+    prof = model.profile({"x": x}, repeat=3)
+    assert [p["name"] for p in prof] == model.kernels
+    assert all(p["median"] >= 0 for p in prof)
+    assert abs(sum(p["share"] for p in prof) - 1) < 1e-6

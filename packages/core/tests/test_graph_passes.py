@@ -24,6 +24,7 @@ from tensorforge.graph.passes import (
     optimize,
     plan_memory,
 )
+from tensorforge.graph.passes.simplify import sink_reshape_past_bias
 
 RNG = np.random.default_rng(0)
 
@@ -132,6 +133,20 @@ def test_cse_merges_identical_nodes_only() -> None:
     out = eliminate_common_subexpr(copy_graph(g))
     assert out.op_counts() == {"relu": 1, "clip": 2, "mul": 1, "add": 3}
     close(g, out, x=rand(4, 4))
+
+
+def test_bias_add_moves_before_a_reshape_that_keeps_the_last_axis() -> None:
+    g = Graph()
+    x = g.add_input("x", (6, 8), "float32")
+    y = g.add("reshape", g.add("relu", x), shape=(6, 1, 8))
+    g.outputs = [g.add("add", y, g.add_const("b", rand(8)), name="out")]
+    other = g.add("reshape", x, shape=(3, 16))  # bias over an axis the reshape changes: kept
+    g.outputs.append(g.add("add", other, g.add_const("c", rand(16))))
+    out = sink_reshape_past_bias(copy_graph(g))
+    assert [n.op for n in out.nodes] == ["relu", "add", "reshape", "reshape", "add"]
+    assert out.outputs[0].name == g.outputs[0].name
+    infer_types(out)  # types recorded on the new nodes hold
+    close(g, out, x=rand(6, 8))
 
 
 def test_dce_drops_unused_nodes() -> None:

@@ -16,7 +16,13 @@ from ...pass_infra import PassSwitches, run_named_passes
 from ..ir import Graph
 from .fold import fold_batch_norm, fold_constants
 from .layout import layout_transform, run_plugin_passes
-from .simplify import copy_graph, eliminate_common_subexpr, eliminate_dead_code, infer_types
+from .simplify import (
+    copy_graph,
+    eliminate_common_subexpr,
+    eliminate_dead_code,
+    infer_types,
+    sink_reshape_past_bias,
+)
 
 GraphPass = Callable[[Graph], Graph]
 
@@ -47,6 +53,7 @@ def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[s
             ("fold_batch_norm", fold_batch_norm),
             ("fold_constants", fold_constants),
             ("eliminate_common_subexpr", eliminate_common_subexpr),
+            ("sink_reshape_past_bias", sink_reshape_past_bias),
         ]
     if opt_level >= 2:
         passes.append(("layout_transform", partial(layout_transform, target=target)))

@@ -148,3 +148,40 @@ def eliminate_common_subexpr(g: Graph) -> Graph:
         n.inputs = [canon.get(id(v), v) for v in n.inputs]
     g.outputs = [canon.get(id(v), v) for v in g.outputs]
     return g
+
+
+def sink_reshape_past_bias(g: Graph) -> Graph:
+    """`add(reshape(x), c)` -> `reshape(add(x, c))` when `c` is a constant over the last axis
+    (or a scalar) that the reshape keeps and the reshape has no other reader: the bias then
+    joins the producer of `x` as its epilogue (an ONNX MatMul on 3-d data becomes reshape,
+    dense, reshape; its bias add would otherwise be a kernel of its own)."""
+    readers: dict[int, int] = {}
+    for n in g.nodes:
+        for v in n.inputs:
+            readers[id(v)] = readers.get(id(v), 0) + 1
+    for v in g.outputs:
+        readers[id(v)] = readers.get(id(v), 0) + 1
+    nodes: list[Node] = []
+    for n in g.nodes:
+        r = n.inputs[0].producer if n.op == "add" and len(n.inputs) == 2 else None
+        c = n.inputs[1] if r is not None else None
+        if (r is None or r.op != "reshape" or not c.is_const or readers.get(id(r.outputs[0])) != 1
+                or r not in nodes):
+            nodes.append(n)
+            continue
+        x, out = r.inputs[0], n.outputs[0]
+        cshape = tuple(d for d in c.shape)
+        while cshape and cshape[0] == 1:
+            cshape = cshape[1:]
+        if (not x.shape or x.shape[-1] != out.shape[-1] or len(cshape) > 1
+                or (cshape and cshape[0] not in (1, x.shape[-1]))
+                or len(c.shape) > len(x.shape) or c.dtype != x.dtype):
+            nodes.append(n)
+            continue
+        add = make_node(g, "add", [x, c], dict(n.attrs), n.name)
+        reshape = Node("reshape", [add.outputs[0]], [out], dict(r.attrs), r.name)
+        out.producer = reshape
+        nodes.remove(r)
+        nodes += [add, reshape]
+    g.nodes = nodes
+    return g
