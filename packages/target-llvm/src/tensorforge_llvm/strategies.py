@@ -41,6 +41,9 @@ KNOBS = {
 }
 
 
+DENSE_PARALLEL_MIN_MACS = 1 << 20  # smaller dense products run serially (see below)
+
+
 def _cfg(cfg: Any, target: Any) -> Any:
     if cfg is None:
         from tensorforge.autotune.space import FallbackConfig
@@ -261,6 +264,12 @@ def schedule_dense_packed(outs: list[Tensor] | Tensor, target: Any = None,
                      candidates=_tile_candidates(panels, nt, 8), default=(-1, nt))
     cfg.define_knob("block", [bn], default=bn)
     cfg.add_flop(2.0 * m_ext * _ext(out.op.axis[1]) * k_ext)
+    if m_ext * _ext(out.op.axis[1]) * k_ext < DENSE_PARALLEL_MIN_MACS:
+        # a GEMV (an LSTM step: 160K MACs over its 640 KB weights, 6-7 us) stays serial:
+        # its weights stay in one core's L2 across steps, and 68 per-step regions would each
+        # wait for a worker the OS may have descheduled (LSTM LM at 2 threads under load:
+        # 120-150 ms with the regions, 8-16 ms without)
+        par = False
     if out is not mm:
         _inline_rest(s, {out.op, mm.op})
     local = s[s.cache_write(mm.op.output(0), "local")]
