@@ -62,3 +62,21 @@ def test_a_shared_weight_is_packed_once_and_profiled(llvm_target):
     assert [p["name"] for p in prof] == model.kernels
     assert all(p["median"] >= 0 for p in prof)
     assert abs(sum(p["share"] for p in prof) - 1) < 1e-6
+
+
+def test_a_trailing_reshape_is_left_to_the_output_copy(llvm_target, tmp_path):
+    rng = np.random.default_rng(2)
+    g = Graph("tail")
+    x = g.add_input("x", (6, 16), "float32")
+    w = g.add_const("w", rng.standard_normal((16, 16)).astype("float32"))
+    y = g.add("softmax", g.add("dense", x, w), axis=-1)
+    g.outputs = [g.add("reshape", y, shape=(6, 1, 16))]
+    model = tensorforge.compile(g, target=llvm_target)
+    assert model.desc["kernels"][-1]["ops"] == ["reshape"]
+    assert model.executor._output_source  # the reshape kernel does not run
+    xv = rng.standard_normal((6, 16)).astype("float32")
+    want = run_reference(g, {"x": xv})[0]
+    for m in (model, tensorforge.load(model.export(tmp_path / "tail.tfpkg"))):
+        got = m.run({"x": xv})[0]
+        assert got.shape == (6, 1, 16)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
