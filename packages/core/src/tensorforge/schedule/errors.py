@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-try:
-    from ..errors import TensorforgeError
-except ImportError:  # pragma: no cover - errors.py arrives with the plugin frame
-    class TensorforgeError(Exception):  # type: ignore[no-redef]
-        pass
+from ..errors import TensorforgeError
 
 
 class ScheduleError(TensorforgeError, ValueError):
