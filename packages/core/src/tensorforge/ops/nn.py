@@ -5,6 +5,7 @@ tile of the convolution."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from .. import te
 from ..expr import IntImm, PrimExpr, const
@@ -176,11 +177,12 @@ def _pool_out(h: int, k: int, s: int, p0: int, p1: int, ceil_mode: bool) -> int:
     return out
 
 
-def max_pool2d(
-    data: Tensor, kernel: Sequence[int], stride: Sequence[int] | int = 1,
-    padding: int | Sequence[int] = 0, ceil_mode: bool = False, name: str = "max_pool2d",
-) -> Tensor:
-    """NCHW max pooling; padded positions never win (they are -inf)."""
+def _pool_window(data: Tensor, kernel: Sequence[int], stride: Sequence[int] | int,
+                 padding: int | Sequence[int], ceil_mode: bool, fill: float, name: str,
+                 ) -> tuple[tuple[int, int, int, int], tuple[int, int],
+                            tuple[int, int, int, int], Tensor, Any, Any]:
+    """Output shape, strides, pads, the input padded with `fill` (also past the bottom/right
+    edge where ceil_mode needs it) and the two window axes of an NCHW pooling."""
     n, c, h, w = (_int(s) for s in data.shape)
     kh, kw = _pair(kernel)
     sh, sw = _pair(stride)
@@ -189,10 +191,20 @@ def max_pool2d(
     ow = _pool_out(w, kw, sw, pl, pr, ceil_mode)
     eb = max(0, (oh - 1) * sh + kh - h - pt)
     er = max(0, (ow - 1) * sw + kw - w - pl)
-    lowest = float("-inf") if data.dtype.startswith("float") else te.min_value(data.dtype).value
-    padded = pad(data, (0, 0, pt, pl), (0, 0, eb, er), value=lowest, name=f"{name}_pad")
+    padded = pad(data, (0, 0, pt, pl), (0, 0, eb, er), value=fill, name=f"{name}_pad")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
+    return (n, c, oh, ow), (sh, sw), (pt, pl, pb, pr), padded, ry, rx
+
+
+def max_pool2d(
+    data: Tensor, kernel: Sequence[int], stride: Sequence[int] | int = 1,
+    padding: int | Sequence[int] = 0, ceil_mode: bool = False, name: str = "max_pool2d",
+) -> Tensor:
+    """NCHW max pooling; padded positions never win (they are -inf)."""
+    lowest = float("-inf") if data.dtype.startswith("float") else te.min_value(data.dtype).value
+    (n, c, oh, ow), (sh, sw), _, padded, ry, rx = _pool_window(
+        data, kernel, stride, padding, ceil_mode, lowest, name)
     return te.compute(
         (n, c, oh, ow),
         lambda nn, cc, yy, xx: te.max(padded[nn, cc, yy * sh + ry, xx * sw + rx], axis=[ry, rx]),
@@ -207,17 +219,10 @@ def avg_pool2d(
     name: str = "avg_pool2d",
 ) -> Tensor:
     """NCHW average pooling (ONNX semantics for count_include_pad)."""
-    n, c, h, w = (_int(s) for s in data.shape)
+    (n, c, oh, ow), (sh, sw), (pt, pl, pb, pr), padded, ry, rx = _pool_window(
+        data, kernel, stride, padding, ceil_mode, 0.0, name)
+    h, w = (_int(s) for s in data.shape[2:])
     kh, kw = _pair(kernel)
-    sh, sw = _pair(stride)
-    pt, pl, pb, pr = _pads4(padding)
-    oh = _pool_out(h, kh, sh, pt, pb, ceil_mode)
-    ow = _pool_out(w, kw, sw, pl, pr, ceil_mode)
-    eb = max(0, (oh - 1) * sh + kh - h - pt)
-    er = max(0, (ow - 1) * sw + kw - w - pl)
-    padded = pad(data, (0, 0, pt, pl), (0, 0, eb, er), name=f"{name}_pad")
-    ry = te.reduce_axis((0, kh), name="ry")
-    rx = te.reduce_axis((0, kw), name="rx")
     s = te.compute(
         (n, c, oh, ow),
         lambda nn, cc, yy, xx: te.sum(padded[nn, cc, yy * sh + ry, xx * sw + rx], axis=[ry, rx]),
