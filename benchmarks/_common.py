@@ -93,10 +93,14 @@ def quartiles(xs: list[float]) -> tuple[float, float, float]:
 
 
 def interleaved(benchmark: Any, ours: Callable[[], Any], baseline: Callable[[], Any],
-                rounds: int) -> tuple[list[float], list[float]]:
+                rounds: int, settle: float = 0.0) -> tuple[list[float], list[float]]:
     """Time `ours` with pytest-benchmark, running `baseline` (timed here) before every round,
     so that both see the same machine state; returns (ours seconds, baseline seconds) by
-    round. Each is run once first (warm-up, JIT and page faults)."""
+    round. Each is run once first (warm-up, JIT and page faults).
+
+    `settle` seconds of sleep follow each baseline call: a multi-threaded baseline's pool
+    (OpenBLAS's pthreads) keeps spinning after a call and would hold the cores our OpenMP
+    region needs (measured: 2-thread matmul 100 GFLOP/s right after numpy, 217 after 0.2 s)."""
     ours()
     baseline()
     base: list[float] = []
@@ -105,6 +109,8 @@ def interleaved(benchmark: Any, ours: Callable[[], Any], baseline: Callable[[], 
         t = time.perf_counter()
         baseline()
         base.append(time.perf_counter() - t)
+        if settle:
+            time.sleep(settle)
 
     benchmark.pedantic(ours, setup=setup, rounds=rounds, iterations=1, warmup_rounds=0)
     stats = getattr(benchmark, "stats", None)
