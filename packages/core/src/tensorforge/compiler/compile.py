@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import TensorforgeError
 from ..graph.groups import FusedGroup, MemoryPlan
-from ..graph.ir import Graph, Value
+from ..graph.ir import Graph, Value, freeze
 from ..graph.passes import fuse_ops, optimize, plan_memory
 from ..target import Target
 from .kernels import group_args, lower_group
@@ -131,18 +131,6 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     return CompiledModel(module, desc, params)
 
 
-def _freeze(x: Any) -> Any:
-    if isinstance(x, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in x.items()))
-    if isinstance(x, (list, tuple)):
-        return tuple(_freeze(v) for v in x)
-    if isinstance(x, np.ndarray):
-        return (x.dtype.str, x.shape, x.tobytes())
-    if isinstance(x, np.generic):
-        return x.item()
-    return x
-
-
 def workload_key(grp: Any) -> tuple[Any, ...]:
     """What a group's kernel depends on: its ops with attributes and output types, how they
     are wired to each other and to the group's inputs (by position), and the input types.
@@ -152,7 +140,7 @@ def workload_key(grp: Any) -> tuple[Any, ...]:
     for i, n in enumerate(grp.nodes):
         refs = tuple(where.get(id(v)) for v in n.inputs)
         outs = tuple((o.shape, o.dtype) for o in n.outputs)
-        nodes.append((n.op, _freeze(n.attrs), refs, outs))
+        nodes.append((n.op, freeze(n.attrs), refs, outs))
         for j, o in enumerate(n.outputs):
             where[id(o)] = ("node", i, j)
     ins = tuple((v.shape, v.dtype) for v in grp.inputs)

@@ -8,12 +8,6 @@ from typing import Any
 
 from . import dtype as dt
 from .nodes import (
-    EQ,
-    GE,
-    GT,
-    LE,
-    LT,
-    NE,
     Add,
     And,
     Broadcast,
@@ -227,25 +221,8 @@ def neg(a: Any) -> PrimExpr:
     return sub(const(0, a.dtype), a)
 
 
-_CMP_FOLD = {
-    LT: lambda x, y: x < y,
-    LE: lambda x, y: x <= y,
-    GT: lambda x, y: x > y,
-    GE: lambda x, y: x >= y,
-    EQ: lambda x, y: x == y,
-    NE: lambda x, y: x != y,
-}
-
-
 def cmp(kind: type, a: Any, b: Any) -> PrimExpr:
     a, b = binary_args(a, b)
-    return kind(a, b)
-
-
-def fold_cmp(kind: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    """A comparison, folded to a bool constant when both sides are immediates."""
-    if _both_imm(a, b):
-        return const(_CMP_FOLD[kind](a.value, b.value), "bool")
     return kind(a, b)
 
 

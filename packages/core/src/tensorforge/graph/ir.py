@@ -55,6 +55,22 @@ class Node:
         return f"Node({self.name}: {self.op})"
 
 
+def freeze(x: Any) -> Any:
+    """A hashable, comparable form of attribute values (dicts, lists, arrays, numpy scalars),
+    so nodes and groups can be keyed by their attributes (CSE, kernel sharing)."""
+    if isinstance(x, dict):
+        return tuple(sorted((k, freeze(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return tuple(freeze(v) for v in x)
+    if isinstance(x, np.ndarray):
+        return (x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and x != x:
+        return "nan"  # NaN != NaN would make equal attributes differ
+    return x
+
+
 def _np_dtype(dtype: str) -> str:
     return "bool" if dtype == "bool" else dtype
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from tensorforge.errors import PluginError
 
@@ -100,8 +100,8 @@ class Frontend:
 
 
 @dataclass(frozen=True)
-class CostModel:
-    """A cost model for the tuner; ``factory(**options)`` returns the model object."""
+class _Factory:
+    """A named ``"module:attr"`` factory (cost models, tuners)."""
 
     name: str
     factory: str
@@ -109,30 +109,28 @@ class CostModel:
     distribution: str = ""
     plugin: str = ""
 
+    KIND: ClassVar[str] = "factory"
+
     def __post_init__(self) -> None:
-        check_name(self.name, "cost model")
-        check_ref(self.factory, f"cost model {self.name!r} factory")
+        check_name(self.name, self.KIND)
+        check_ref(self.factory, f"{self.KIND} {self.name!r} factory")
 
     def load_factory(self) -> Any:
         return load_ref(self.factory)
 
 
 @dataclass(frozen=True)
-class Tuner:
+class CostModel(_Factory):
+    """A cost model for the tuner; ``factory(**options)`` returns the model object."""
+
+    KIND: ClassVar[str] = "cost model"
+
+
+@dataclass(frozen=True)
+class Tuner(_Factory):
     """A search strategy; ``factory(task, **options)`` returns the tuner object."""
 
-    name: str
-    factory: str
-    description: str = ""
-    distribution: str = ""
-    plugin: str = ""
-
-    def __post_init__(self) -> None:
-        check_name(self.name, "tuner")
-        check_ref(self.factory, f"tuner {self.name!r} factory")
-
-    def load_factory(self) -> Any:
-        return load_ref(self.factory)
+    KIND: ClassVar[str] = "tuner"
 
 
 @dataclass(frozen=True)

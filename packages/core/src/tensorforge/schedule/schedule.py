@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..expr import ExprMutator, PrimExpr, ProducerLoad, Range, Reduce, Var, const, substitute
-from ..te.tensor import DATA_PAR, REDUCE, ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
+from ..expr import ExprMutator, PrimExpr, ProducerLoad, Range, Var, const, substitute
+from ..te.tensor import DATA_PAR, ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 from .errors import ScheduleError
 from .stage import Stage
 
@@ -204,5 +204,3 @@ def create_schedule(ops: Any) -> Schedule:
             raise ScheduleError(f"create_schedule: {o.name} is a placeholder; pass a compute op")
     return Schedule(ops)
 
-
-__all__ = ["Schedule", "create_schedule", "Reduce", "REDUCE"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..expr import PrimExpr, Range, Var, const, convert
-from ..te.tensor import DATA_PAR, REDUCE, THREAD, ComputeOp, IterVar, Operation
+from ..expr import Var, const, convert
+from ..te.tensor import REDUCE, THREAD, ComputeOp, IterVar, Operation
 from .errors import ScheduleError
 from .relations import Fuse, Relation, Split
 
@@ -31,7 +31,6 @@ class Stage:
 
     def __init__(self, op: Operation, schedule: Schedule):
         self.op = op
-        self.origin_op = op
         self.schedule = schedule
         axis = list(getattr(op, "axis", ())) + list(getattr(op, "reduce_axis", ()))
         self.all_iter_vars: list[IterVar] = list(axis)
@@ -272,10 +271,3 @@ class Stage:
 
     def env_threads(self, threads: list[IterVar]) -> None:  # pragma: no cover - GPU issue
         raise ScheduleError("env_threads is not supported yet; bind each axis instead")
-
-
-def iter_var_dom(iv: IterVar) -> Range | None:
-    return iv.dom
-
-
-__all__ = ["Stage", "IterAttr", "DATA_PAR", "REDUCE", "PrimExpr", "Fuse", "Split"]

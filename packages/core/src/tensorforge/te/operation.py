@@ -8,7 +8,6 @@ from typing import Any
 
 from ..expr import (
     CommReducer,
-    IntImm,
     PrimExpr,
     Range,
     Reduce,
@@ -139,7 +138,7 @@ def comm_reducer(
     return reducer
 
 
-def _min_value(dtype: str) -> PrimExpr:
+def min_value(dtype: str) -> PrimExpr:
     from ..expr import dtype as dt
 
     d = dt.parse(dtype)
@@ -150,7 +149,7 @@ def _min_value(dtype: str) -> PrimExpr:
     return const(-(2 ** (d.bits - 1)), dtype)
 
 
-def _max_value(dtype: str) -> PrimExpr:
+def max_value(dtype: str) -> PrimExpr:
     from ..expr import dtype as dt
 
     d = dt.parse(dtype)
@@ -161,12 +160,9 @@ def _max_value(dtype: str) -> PrimExpr:
     return const(2 ** (d.bits - 1) - 1, dtype)
 
 
-min_value = _min_value
-max_value = _max_value
-
 sum = comm_reducer(lambda x, y: x + y, lambda t: const(0, t), name="sum")  # noqa: A001
-max = comm_reducer(lambda x, y: _c.max_(x, y), _min_value, name="max")  # noqa: A001
-min = comm_reducer(lambda x, y: _c.min_(x, y), _max_value, name="min")  # noqa: A001
+max = comm_reducer(lambda x, y: _c.max_(x, y), min_value, name="max")  # noqa: A001
+min = comm_reducer(lambda x, y: _c.min_(x, y), max_value, name="min")  # noqa: A001
 
 
 def argmax_reducer() -> Callable[..., Any]:
@@ -178,11 +174,7 @@ def argmax_reducer() -> Callable[..., Any]:
         )
         return _c.select(take_rhs, rhs[0], lhs[0]), _c.select(take_rhs, rhs[1], lhs[1])
 
-    return comm_reducer(combine, lambda ti, tv: (const(-1, ti), _min_value(tv)), name="argmax")
-
-
-def is_int_const(e: Any, value: int | None = None) -> bool:
-    return isinstance(e, IntImm) and (value is None or e.value == value)
+    return comm_reducer(combine, lambda ti, tv: (const(-1, ti), min_value(tv)), name="argmax")
 
 
 __all__ = [

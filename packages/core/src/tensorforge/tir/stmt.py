@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..expr import Buffer, PrimExpr, Var
+from ..expr import Buffer, IntImm, PrimExpr, Var
 from ..expr.functor import register_node_base
 
 
@@ -110,7 +110,7 @@ def seq(*stmts: Stmt | None) -> Stmt:
             continue
         if isinstance(s, SeqStmt):
             out.extend(s.seq)
-        elif isinstance(s, Evaluate) and _is_noop(s):
+        elif is_noop(s):
             continue
         else:
             out.append(s)
@@ -119,10 +119,9 @@ def seq(*stmts: Stmt | None) -> Stmt:
     return out[0] if len(out) == 1 else SeqStmt(tuple(out))
 
 
-def _is_noop(s: Evaluate) -> bool:
-    from ..expr import IntImm
-
-    return isinstance(s.value, IntImm)
+def is_noop(s: Stmt) -> bool:
+    """An evaluated constant: a statement with no effect (what `seq` drops)."""
+    return isinstance(s, Evaluate) and isinstance(s.value, IntImm)
 
 
 @dataclass(eq=False, repr=False)
@@ -145,6 +144,4 @@ class PrimFunc:
     __repr__ = __str__
 
 
-from ..expr import IntImm as _IntImm  # noqa: E402
-
-NOOP: Stmt = Evaluate(_IntImm(0))
+NOOP: Stmt = Evaluate(IntImm(0))

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ...errors import TensorforgeError
-from ..ir import Graph, Node, Value
+from ..ir import Graph, Node, Value, freeze
 from ..registry import get_op
 
 
@@ -96,18 +94,6 @@ def eliminate_dead_code(g: Graph) -> Graph:
     return g
 
 
-def _freeze(x: Any) -> Any:
-    if isinstance(x, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in x.items()))
-    if isinstance(x, (list, tuple)):
-        return tuple(_freeze(v) for v in x)
-    if isinstance(x, np.ndarray):
-        return (x.dtype.str, x.shape, x.tobytes())
-    if isinstance(x, float) and x != x:
-        return "nan"
-    return x
-
-
 _SMALL_CONST = 64  # constants up to this many elements are merged by value
 
 
@@ -130,7 +116,7 @@ def eliminate_common_subexpr(g: Graph) -> Graph:
     for n in g.nodes:
         n.inputs = [canon.get(id(v), v) for v in n.inputs]
         try:
-            key = (n.op, tuple(key_of(v) for v in n.inputs), _freeze(n.attrs))
+            key = (n.op, tuple(key_of(v) for v in n.inputs), freeze(n.attrs))
             hash(key)
         except TypeError:
             keep.append(n)

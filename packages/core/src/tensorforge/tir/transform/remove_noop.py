@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 from ...expr import ExprMutator
-from ..stmt import NOOP, AttrStmt, Evaluate, For, IfThenElse, PrimFunc, SeqStmt, Stmt, seq
-
-
-def _is_noop(s: Stmt) -> bool:
-    return s is NOOP or (isinstance(s, Evaluate) and type(s.value).__name__ in ("IntImm",))
+from ..stmt import NOOP, AttrStmt, For, IfThenElse, PrimFunc, SeqStmt, Stmt, is_noop, seq
 
 
 class _RemoveNoop(ExprMutator):
     def visit_For(self, s: For) -> Stmt:
         body = self.visit(s.body)
-        if _is_noop(body):
+        if is_noop(body):
             return NOOP
         return s if body is s.body else For(s.loop_var, s.min, s.extent, s.kind, body,
                                             s.thread_tag, s.annotations)
@@ -21,15 +17,15 @@ class _RemoveNoop(ExprMutator):
     def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
         then = self.visit(s.then_case)
         other = self.visit(s.else_case) if s.else_case is not None else None
-        if other is not None and _is_noop(other):
+        if other is not None and is_noop(other):
             other = None
-        if _is_noop(then) and other is None:
+        if is_noop(then) and other is None:
             return NOOP
         return IfThenElse(s.condition, then, other)
 
     def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
         body = self.visit(s.body)
-        if _is_noop(body) and s.key.startswith("pragma_"):
+        if is_noop(body) and s.key.startswith("pragma_"):
             return NOOP
         return s if body is s.body else AttrStmt(s.node, s.key, s.value, body)
 

@@ -19,16 +19,25 @@ def _touched(s: Stmt) -> set[int]:
 
 
 class _Rename(ExprMutator):
+    """Point accesses of the remapped buffers at their pool (unchanged nodes are kept)."""
+
     def __init__(self, remap: dict[Buffer, Buffer]):
         self.remap = remap
 
     def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
         idx = tuple(self.visit(i) for i in e.indices)
-        return BufferLoad(self.remap.get(e.buffer, e.buffer), idx)
+        new = self.remap.get(e.buffer)
+        if new is None and all(a is b for a, b in zip(idx, e.indices)):
+            return e
+        return BufferLoad(new or e.buffer, idx)
 
     def visit_BufferStore(self, s: BufferStore) -> Stmt:
         idx = tuple(self.visit(i) for i in s.indices)
-        return BufferStore(self.remap.get(s.buffer, s.buffer), self.visit(s.value), idx)
+        value = self.visit(s.value)
+        new = self.remap.get(s.buffer)
+        if new is None and value is s.value and all(a is b for a, b in zip(idx, s.indices)):
+            return s
+        return BufferStore(new or s.buffer, value, idx)
 
 
 class _Rewrite(ExprMutator):
@@ -80,9 +89,10 @@ class _Rewrite(ExprMutator):
         for p in reversed(pools):
             pb = p["buf"]
             if p["size"] != pb.shape[0].value:
+                # a grown pool: only its allocation changes; accesses go through the data
+                # pointer, which the first occupant's buffer already shares
                 pb = Buffer(pb.name, (const(p["size"]),), pb.dtype, pb.scope, data=pb.data,
                             data_alignment=pb.data_alignment)
-                out = _Rename({p["buf"]: pb}).visit(out)
             out = Allocate(pb, out)
         return out
 

@@ -20,11 +20,9 @@ MAX_UNROLL = 512  # beyond this many copies, keep a loop and let LLVM decide
 class _SubstituteFold(ExprMutator):
     """Substitute variables; prune selects whose condition the substitution makes constant."""
 
-    def __init__(self, vmap: dict[Var, PrimExpr]):
-        from ...arith import Analyzer
-
+    def __init__(self, vmap: dict[Var, PrimExpr], ana: Any):
         self.vmap = vmap
-        self.ana = Analyzer()
+        self.ana = ana
 
     def visit_Var(self, v: Var) -> PrimExpr:
         return self.vmap.get(v, v)
@@ -46,6 +44,11 @@ class _SubstituteFold(ExprMutator):
 
 
 class _Unroll(ExprMutator):
+    def __init__(self) -> None:
+        from ...arith import Analyzer
+
+        self.ana = Analyzer()  # one for every copy: its caches serve them all
+
     def visit_For(self, s: For) -> Stmt:
         body = self.visit(s.body)
         if s.kind != "unrolled" or not isinstance(s.extent, IntImm) or (
@@ -55,7 +58,7 @@ class _Unroll(ExprMutator):
                 return s
             return For(s.loop_var, s.min, s.extent, s.kind, body, s.thread_tag, s.annotations)
         return seq(*[
-            _SubstituteFold({s.loop_var: _c.add(s.min, i)}).visit(body)
+            _SubstituteFold({s.loop_var: _c.add(s.min, i)}, self.ana).visit(body)
             for i in range(s.extent.value)
         ])
 
