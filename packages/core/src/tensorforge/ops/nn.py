@@ -177,13 +177,13 @@ def _pool_out(h: int, k: int, s: int, p0: int, p1: int, ceil_mode: bool) -> int:
     return out
 
 
-def _pool_window(data: Tensor, kernel: Sequence[int], stride: Sequence[int] | int,
-                 padding: int | Sequence[int], ceil_mode: bool, fill: float, name: str,
-                 ) -> tuple[tuple[int, int, int, int], tuple[int, int],
-                            tuple[int, int, int, int], Tensor, Any, Any]:
-    """Output shape, strides, pads, the input padded with `fill` (also past the bottom/right
-    edge where ceil_mode needs it) and the two window axes of an NCHW pooling."""
-    n, c, h, w = (_int(s) for s in data.shape)
+def pool_geometry(
+    h: int, w: int, kernel: Sequence[int], stride: Sequence[int] | int,
+    padding: int | Sequence[int], ceil_mode: bool,
+) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int, int, int], tuple[int, int],
+           tuple[int, int]]:
+    """(kernel, strides, pads (top, left, bottom, right), output (height, width), extra
+    bottom/right padding that ceil_mode's last window reaches) of a pooling window."""
     kh, kw = _pair(kernel)
     sh, sw = _pair(stride)
     pt, pl, pb, pr = _pads4(padding)
@@ -191,6 +191,18 @@ def _pool_window(data: Tensor, kernel: Sequence[int], stride: Sequence[int] | in
     ow = _pool_out(w, kw, sw, pl, pr, ceil_mode)
     eb = max(0, (oh - 1) * sh + kh - h - pt)
     er = max(0, (ow - 1) * sw + kw - w - pl)
+    return (kh, kw), (sh, sw), (pt, pl, pb, pr), (oh, ow), (eb, er)
+
+
+def _pool_window(data: Tensor, kernel: Sequence[int], stride: Sequence[int] | int,
+                 padding: int | Sequence[int], ceil_mode: bool, fill: float, name: str,
+                 ) -> tuple[tuple[int, int, int, int], tuple[int, int],
+                            tuple[int, int, int, int], Tensor, Any, Any]:
+    """Output shape, strides, pads, the input padded with `fill` (also past the bottom/right
+    edge where ceil_mode needs it) and the two window axes of an NCHW pooling."""
+    n, c, h, w = (_int(s) for s in data.shape)
+    (kh, kw), (sh, sw), (pt, pl, pb, pr), (oh, ow), (eb, er) = pool_geometry(
+        h, w, kernel, stride, padding, ceil_mode)
     padded = pad(data, (0, 0, pt, pl), (0, 0, eb, er), value=fill, name=f"{name}_pad")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")

@@ -12,7 +12,7 @@ from typing import Any
 from .. import te
 from ..expr import const
 from ..te import Tensor
-from .nn import _int, _pads4, _pair, _pool_out, conv_geometry, pad
+from .nn import _int, conv_geometry, pad, pool_geometry
 
 __all__ = ["avg_pool2d_nchwc", "dense_packed", "depthwise_conv2d_nchwc",
            "global_avg_pool2d_nchwc", "layout_transform", "max_pool2d_nchwc", "parse_layout",
@@ -105,13 +105,8 @@ def dense_packed(data: Tensor, weight: Tensor, name: str = "dense_packed") -> Te
 def _pool_nchwc(data: Tensor, kernel: Sequence[int], stride: Any, padding: Any,
                 ceil_mode: bool, fill: float, name: str) -> tuple[Tensor, tuple[int, ...]]:
     n, cc, h, w, bn = (_int(s) for s in data.shape)
-    kh, kw = _pair(kernel)
-    sh, sw = _pair(stride)
-    pt, pl, pb, pr = _pads4(padding)
-    oh = _pool_out(h, kh, sh, pt, pb, ceil_mode)
-    ow = _pool_out(w, kw, sw, pl, pr, ceil_mode)
-    eb = max(0, (oh - 1) * sh + kh - h - pt)
-    er = max(0, (ow - 1) * sw + kw - w - pl)
+    (kh, kw), (sh, sw), (pt, pl, pb, pr), (oh, ow), (eb, er) = pool_geometry(
+        h, w, kernel, stride, padding, ceil_mode)
     padded = pad(data, (0, 0, pt, pl, 0), (0, 0, eb, er, 0), value=fill, name=f"{name}_pad")
     return padded, (n, cc, oh, ow, bn, kh, kw, sh, sw, pt, pl, pb, pr, h, w)
 
