@@ -31,7 +31,7 @@ __all__ = [
 
 #: The pipeline stages at which ``register_passes`` is asked for passes.
 PASS_STAGES = ("graph.before_fusion", "graph.layout", "graph.after_fusion", "tir.after_lower",
-               "tir.before_codegen")
+               "tir.after_flatten", "tir.before_codegen")
 
 _REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./+-]*$")

@@ -46,7 +46,7 @@ from .operation import (
     var,
 )
 from .tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
-from .tensor_intrin import TensorIntrin, decl_tensor_intrin
+from .tensor_intrin import TensorIntrin, decl_tensor_intrin, get_intrin
 
 __all__ = [name for name in dir() if not name.startswith("_")] + ["create_schedule"]
 

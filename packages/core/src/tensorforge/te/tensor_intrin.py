@@ -43,3 +43,32 @@ def decl_tensor_intrin(
             binds[t] = Buffer(t.name, t.shape, t.dtype, scope, strides=strides,
                               elem_offset=Var(f"{t.name}_elem_offset"))
     return TensorIntrin(name, op, fimpl, list(op.input_tensors), binds, scope)
+
+
+def get_intrin(name: str, target: Any) -> TensorIntrin:
+    """The tensor intrinsic `name` a plugin registered for `target` (`register_intrinsics`).
+
+    The registry's `Intrinsic` names two callables: `desc(target)` returns the output tensor
+    of the intrinsic's TE compute, or `(tensor, binds)` with `binds` mapping its tensors to
+    Buffers (scope, shape, strides); `impl(ins, outs, target)` is the `fimpl` that emits the
+    hardware call (a Stmt, or (body, reset, update))."""
+    from ..errors import TensorforgeError
+    from ..plugins import get_registry
+    from ..target import Target
+
+    tgt = Target.coerce(target)
+    found = get_registry().intrinsics(tgt)
+    desc = found.get(name)
+    if desc is None:
+        have = ", ".join(sorted(found)) or "none"
+        raise TensorforgeError(f"no tensor intrinsic {name!r} for target {tgt}; it has: {have}")
+    out = desc.load_desc()(tgt)
+    binds = None
+    if isinstance(out, tuple):
+        out, binds = out
+    impl = desc.load_impl()
+
+    def fimpl(ins: Any, outs: Any) -> Any:
+        return impl(ins, outs, tgt)
+
+    return decl_tensor_intrin(out, fimpl, name=name, binds=binds)

@@ -232,8 +232,7 @@ class _Lowering:
                 f"tensorize on stage {st.name}, axis {name}: the splits around it do not divide "
                 "the loop extents; choose factors that divide them"
             )
-        srcs = [b.source[b.value_index] if isinstance(b, Reduce) else b for b in bodies]
-        body, reset, update = tensorize_stmts(self, st, t_pos, srcs, out_idx, outs)
+        body, reset, update = tensorize_stmts(self, st, t_pos, bodies, out_idx, outs)
         red = [i for i, iv in enumerate(leaves) if iv.kind == REDUCE]
         if not red or red[0] >= t_pos:
             return self._loops(st, leaves[:t_pos], body)

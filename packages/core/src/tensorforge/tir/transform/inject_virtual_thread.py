@@ -19,12 +19,14 @@ def _is_vthread(s: For) -> bool:
 
 
 class _ExpandBuffers(ExprMutator):
-    """Give each virtual thread a private slice of the buffers allocated inside the loop."""
+    """Give each virtual thread a private slice of the buffers allocated inside the loop.
+    Accesses are matched by the allocation's data pointer, so views of a buffer (a tensor
+    intrinsic's operands, which share its `data`) are moved to the thread's slice too."""
 
     def __init__(self, var: Var, n: int):
         self.var = var
         self.n = n
-        self.remap: dict[Buffer, tuple[Buffer, PrimExpr]] = {}
+        self.remap: dict[Var, tuple[Buffer, PrimExpr]] = {}
 
     def visit_Allocate(self, s: Allocate) -> Stmt:
         b = s.buffer
@@ -33,11 +35,11 @@ class _ExpandBuffers(ExprMutator):
         size = b.shape[0]
         nb = Buffer(b.name, (_c.mul(size, self.n),), b.dtype, b.scope, data=b.data,
                     data_alignment=b.data_alignment)
-        self.remap[b] = (nb, size)
+        self.remap[b.data] = (nb, size)
         return Allocate(nb, self.visit(s.body))
 
     def _index(self, buf: Buffer, idx: PrimExpr) -> tuple[Buffer, PrimExpr]:
-        hit = self.remap.get(buf)
+        hit = self.remap.get(buf.data)
         if hit is None:
             return buf, idx
         nb, size = hit

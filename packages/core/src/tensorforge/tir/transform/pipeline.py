@@ -30,8 +30,19 @@ def run_passes(func: PrimFunc, passes: Iterable[tuple[str, Pass]]) -> PrimFunc:
     return run_named_passes(func, passes, PassContext.current())
 
 
+def plugin_passes(target: Any, stage: str) -> list[tuple[str, Pass]]:
+    """The passes plugins registered for `target` at a `tir.*` stage, highest priority first
+    (none without a target)."""
+    if target is None:
+        return []
+    from ...plugins import get_registry
+
+    return [(p.name, p.load_func()) for p in get_registry().passes(target, stage)]
+
+
 def default_passes(target: Any = None) -> list[tuple[str, Pass]]:
-    """The lowering pipeline, in order; thread_sync only for targets with shared memory."""
+    """The lowering pipeline, in order; thread_sync only for targets with shared memory;
+    plugins add passes at the `tir.*` stages."""
     from .inject_double_buffer import inject_double_buffer
     from .inject_virtual_thread import inject_virtual_thread
     from .loop_partition import loop_partition
@@ -44,7 +55,9 @@ def default_passes(target: Any = None) -> list[tuple[str, Pass]]:
     from .vectorize import vectorize
 
     passes: list[tuple[str, Pass]] = [
+        *plugin_passes(target, "tir.after_lower"),
         ("storage_flatten", storage_flatten),
+        *plugin_passes(target, "tir.after_flatten"),
         ("inject_virtual_thread", inject_virtual_thread),
         ("inject_double_buffer", inject_double_buffer),
         ("simplify", simplify),
@@ -59,6 +72,7 @@ def default_passes(target: Any = None) -> list[tuple[str, Pass]]:
     if device in ("cuda", "opencl", "metal", "gpu"):
         passes.append(("thread_sync", thread_sync))
     passes.append(("remove_noop", remove_noop))
+    passes += plugin_passes(target, "tir.before_codegen")
     return passes
 
 
