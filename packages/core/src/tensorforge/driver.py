@@ -32,6 +32,8 @@ def lower(
     device = _device(target)
     if func.attrs.get("lowered") == device:
         return func
+    if target is not None:
+        func.attrs["target"] = target  # passes that depend on the target's options read it
     func = run_passes(func, default_passes(target))
     func.attrs["lowered"] = device  # `build([lower(...)])` does not run the pipeline again
     return func

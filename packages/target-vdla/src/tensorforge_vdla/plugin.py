@@ -1,8 +1,10 @@
-"""Registers the ``vdla`` accelerator target kind and its default configuration tag."""
+"""Registers the ``vdla`` accelerator target kind, its tags, intrinsics, passes and strategies.
+
+Nothing heavy is imported here: descriptors name their code as ``"module:attr"``."""
 
 from __future__ import annotations
 
-from tensorforge.plugins import TargetTag, hookimpl
+from tensorforge.plugins import Intrinsic, Pass, TargetTag, hookimpl
 from tensorforge.target import TargetKind, TargetOption
 
 VDLA = TargetKind(
@@ -14,11 +16,24 @@ VDLA = TargetKind(
         "block-out": TargetOption(int, 16, "GEMM core output block"),
         "inp-dtype": TargetOption(str, "int8", "input data type"),
         "acc-dtype": TargetOption(str, "int32", "accumulator data type"),
+        "host": TargetOption(str, "llvm", "target of the operators VDLA does not run"),
+        "inp-kib": TargetOption(int, 32, "input SRAM, KiB"),
+        "wgt-kib": TargetOption(int, 256, "weight SRAM, KiB"),
+        "acc-kib": TargetOption(int, 128, "accumulator SRAM, KiB"),
+        "uop-kib": TargetOption(int, 32, "micro-op SRAM, KiB"),
+        "dram-bytes-per-cycle": TargetOption(int, 8, "DRAM port bandwidth, bytes per cycle"),
+        "dram-latency": TargetOption(int, 64, "DRAM access latency, cycles"),
+        "clock-mhz": TargetOption(int, 200, "clock, MHz"),
+        "queue-depth": TargetOption(int, 16, "tokens each dependency queue holds"),
     },
     build="tensorforge_vdla.codegen:build",
     keys=("vdla",),
-    description="The VDLA accelerator, run on its cycle-approximate simulator (planned)",
+    description="The VDLA accelerator, run on its cycle-counting simulator",
 )
+
+
+def _is_vdla(target) -> bool:
+    return target.kind.name == "vdla"
 
 
 @hookimpl
@@ -28,4 +43,35 @@ def register_targets(register):
 
 @hookimpl
 def register_target_tags(register):
-    register(TargetTag("vdla/default", "vdla -batch=1 -block-in=16 -block-out=16", "VDLA 1x16x16"))
+    from tensorforge_vdla.config import TAGS
+
+    for name, (config, description) in TAGS.items():
+        register(TargetTag(name, config, description))
+
+
+@hookimpl
+def register_intrinsics(register, target):
+    if not _is_vdla(target):
+        return
+    from tensorforge_vdla.config import VDLAConfig
+    from tensorforge_vdla.intrin import intrinsic_names
+
+    for name, (desc, impl) in intrinsic_names(VDLAConfig.from_target(target)).items():
+        register(Intrinsic(name, desc, impl))
+
+
+#: loop-IR passes: (name, stage, function, priority); higher priority runs first in a stage
+PASSES = (
+    ("vdla.inject_dma", "tir.after_flatten", "tensorforge_vdla.passes:inject_dma", 30),
+    ("vdla.inject_alu", "tir.after_flatten", "tensorforge_vdla.passes:inject_alu", 20),
+    ("vdla.fold_uops", "tir.after_flatten", "tensorforge_vdla.passes:fold_uops", 10),
+)
+
+
+@hookimpl
+def register_passes(register, target, stage):
+    if not _is_vdla(target):
+        return
+    for name, at, func, priority in PASSES:
+        if at == stage:
+            register(Pass(name, at, func, priority))

@@ -204,15 +204,21 @@ def tensorize_stmts(lw: _Lowering, st: Stage, t_pos: int, bodies: Sequence[PrimE
             f"({', '.join(b.name for b in ins_real)}) but intrinsic {intrin.name!r} takes "
             f"{len(ins_intrin)}"
         )
-    for r, ib in zip(ins_real, ins_intrin):
+    out_intrin = [intrin.buffers[iop.output(i)] for i in range(iop.num_outputs)]
+    for r, ib in [*zip(ins_real, ins_intrin), *zip(outs, out_intrin)]:
         if r.dtype != ib.dtype:
             raise ScheduleError(
                 f"tensorize on stage {st.name}: {r.name} is {r.dtype} but intrinsic "
                 f"{intrin.name!r} expects {ib.dtype} for {ib.name}"
             )
+        if ib.scope != "global" and r.scope != ib.scope:
+            raise ScheduleError(
+                f"tensorize on stage {st.name}: {r.name} lives in scope {r.scope!r} but "
+                f"intrinsic {intrin.name!r} takes {ib.name} from {ib.scope!r}; cache_read it "
+                f"(or set_scope) into {ib.scope!r}"
+            )
     _check_semantics(lw, st, intrin, inner, bodies, loads, ins_real, out_idx, outs, dom)
     ins = [_view(lw, r, ib, loads[r], dom, "input") for r, ib in zip(ins_real, ins_intrin)]
-    out_intrin = [intrin.buffers[iop.output(i)] for i in range(iop.num_outputs)]
     outs_v = [_view(lw, r, ib, [out_idx], dom, "output") for r, ib in zip(outs, out_intrin)]
     res: Any = intrin.fimpl(ins, outs_v)
     if isinstance(res, (tuple, list)):
