@@ -5,11 +5,27 @@ grows by the thread count and each thread addresses its slice); the vthread loop
 pushed down through loops that do not depend on it, and at the innermost statements the
 threads are unrolled one after another. The interleaved instruction streams are what lets a
 decoupled access-execute accelerator overlap loads with compute (the TVM paper, section 4.4).
-Virtual threads must be independent, as data-parallel work is."""
+Virtual threads must be independent, as data-parallel work is.
+
+`vthread` interleaves statement by statement (instruction-level parallelism on a CPU or GPU).
+`cthread` (a co-processor thread) interleaves runs: in a sequence, the consecutive statements
+that hold no sequence themselves (one accelerator instruction, maybe inside host loops) are
+emitted one thread's run after the other's, so each module of the accelerator sees thread 0's
+loads, then thread 1's, and thread 1's loads can overlap thread 0's compute."""
 
 from __future__ import annotations
 
-from ...expr import Buffer, BufferLoad, ExprMutator, IntImm, PrimExpr, Var, substitute, uses_var
+from ...expr import (
+    Buffer,
+    BufferLoad,
+    ExprMutator,
+    IntImm,
+    PrimExpr,
+    Var,
+    post_order_collect,
+    substitute,
+    uses_var,
+)
 from ...expr import construct as _c
 from ..stmt import Allocate, BufferStore, For, PrimFunc, SeqStmt, Stmt, seq
 
@@ -57,11 +73,13 @@ class _ExpandBuffers(ExprMutator):
 
 
 class _Weave(ExprMutator):
-    """Push the vthread loop down; unroll it at the innermost statements."""
+    """Push the vthread loop down; unroll it at the innermost statements (`coarse`: at runs
+    of statements without a sequence inside)."""
 
-    def __init__(self, var: Var, n: int):
+    def __init__(self, var: Var, n: int, coarse: bool = False):
         self.var = var
         self.n = n
+        self.coarse = coarse
 
     def _unrolled(self, s: Stmt) -> Stmt:
         if not uses_var(s, lambda v: v is self.var):
@@ -78,7 +96,19 @@ class _Weave(ExprMutator):
                    s.annotations)
 
     def visit_SeqStmt(self, s: SeqStmt) -> Stmt:
-        return seq(*[self.visit(x) for x in s.seq])
+        if not self.coarse:
+            return seq(*[self.visit(x) for x in s.seq])
+        out: list[Stmt] = []
+        run: list[Stmt] = []
+        for x in s.seq:
+            if post_order_collect(x, lambda n: isinstance(n, SeqStmt)):
+                out.append(self._unrolled(seq(*run)))
+                out.append(self.visit(x))
+                run = []
+            else:
+                run.append(x)
+        out.append(self._unrolled(seq(*run)))
+        return seq(*out)
 
     def visit_Allocate(self, s: Allocate) -> Stmt:
         return Allocate(s.buffer, self.visit(s.body))
@@ -103,7 +133,7 @@ class _Inject(ExprMutator):
         if not (isinstance(s.min, IntImm) and s.min.value == 0):
             body = substitute(body, {var: _c.add(var, s.min)})
         body = _ExpandBuffers(var, n).visit(body)
-        return _Weave(var, n).visit(body)
+        return _Weave(var, n, s.thread_tag.startswith("cthread")).visit(body)
 
 
 def inject_virtual_thread(func: PrimFunc) -> PrimFunc:
