@@ -1,0 +1,162 @@
+"""Convolutions compiled for VDLA: exact int32 results on the simulator, with one and two
+virtual threads, under perturbed schedules, on the sibling design; the compile-time errors."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import tensorforge
+from tensorforge import te
+from tensorforge.schedule import ScheduleError
+from tensorforge_vdla.codegen import VDLAModule, load_vdla_module
+from tensorforge_vdla.config import VDLAConfig
+from tensorforge_vdla.driver import SimDriver
+from tensorforge_vdla.errors import (
+    VDLABufferOverflowError,
+    VDLADeadlockError,
+    VDLAHazardError,
+)
+from tensorforge_vdla.strategies import ConvShape, Tile, conv2d_schedule
+from tensorforge_vdla.workloads import conv_arrays, conv_reference
+
+SMALL = ConvShape(h=8, w=8, icb=2, ocb=4, kh=3, kw=3, stride=1, pad=1)
+
+
+def _build(shape, target, tile=None, n_vthreads=2):
+    s, args = conv2d_schedule(shape, target, tile, n_vthreads)
+    return tensorforge.build(s, args, target=target), args
+
+
+def _check(mod, shape, cfg, seed=0):
+    a = conv_arrays(shape, cfg, seed)
+    out = np.zeros((1, shape.ocb, shape.oh, shape.ow, cfg.block_out), np.int32)
+    mod(a["data"], a["kernel"], out)
+    np.testing.assert_array_equal(out, conv_reference(shape, a["x"], a["w"], cfg.block_out))
+    return mod.last_report
+
+
+@pytest.mark.parametrize("n_vthreads", [1, 2])
+@pytest.mark.parametrize("shape", [
+    SMALL,
+    ConvShape(h=9, w=9, icb=2, ocb=2, kh=3, kw=3, stride=2, pad=1),
+    ConvShape(h=8, w=8, icb=4, ocb=2, kh=1, kw=1, stride=2, pad=0),
+], ids=["3x3", "3x3s2", "1x1s2"])
+def test_conv_is_exact(vdla, shape, n_vthreads):
+    target = vdla()
+    mod, _ = _build(shape, target, n_vthreads=n_vthreads)
+    report = _check(mod, shape, VDLAConfig.from_target(target))
+    assert report.gemm_cycles == shape.macs(VDLAConfig()) // 256  # every MAC once
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_conv_holds_under_perturbed_schedules(vdla, seed):
+    """Random delays reorder the modules' overlap; the hazard checker then proves every
+    conflicting SRAM access is still ordered, and the results stay exact."""
+    target = vdla()
+    mod, _ = _build(SMALL, target, Tile(4, 8, 1, 1))
+    mod.driver = SimDriver(VDLAConfig.from_target(target), jitter_seed=seed)
+    for f in mod._functions.values():
+        f.driver = mod.driver
+    _check(mod, SMALL, VDLAConfig.from_target(target))
+
+
+def test_conv_on_the_sibling_design(vdla):
+    target = vdla("vdla/1x32x32")
+    cfg = VDLAConfig.from_target(target)
+    assert (cfg.block_in, cfg.block_out) == (32, 32)
+    shape = ConvShape(h=7, w=7, icb=2, ocb=2, kh=3, kw=3, stride=1, pad=1)
+    mod, _ = _build(shape, target)
+    _check(mod, shape, cfg)
+    assert "gemm_1x32x32_int8_acc32" in str(te.get_intrin("gemm_1x32x32_int8_acc32",
+                                                          target).name)
+
+
+def test_two_virtual_threads_hide_load_latency(vdla):
+    target = vdla()
+    tile = Tile(4, 8, 1, 1)
+    one = _check(_build(SMALL, target, tile, 1)[0], SMALL, VDLAConfig())
+    two = _check(_build(SMALL, target, tile, 2)[0], SMALL, VDLAConfig())
+    assert two.gemm_cycles == one.gemm_cycles
+    assert two.total_cycles < one.total_cycles
+
+
+def test_tile_too_large_names_buffer_bytes_and_split(vdla):
+    big = ConvShape(h=56, w=56, icb=4, ocb=4, kh=3, kw=3, stride=1, pad=1)
+    with pytest.raises(VDLABufferOverflowError) as err:
+        conv2d_schedule(big, vdla(), Tile(8, 56, 4, 1), 2)
+    msg = str(err.value)
+    assert "needs 229376 bytes of acc_buffer but the design has 131072" in msg
+    assert "shrink tile rows/cols or output-channel blocks" in msg
+
+
+def test_emit_overflow_names_the_live_buffers(vdla):
+    """A design with a smaller input buffer than the schedule was checked for: emit refuses
+    with the buffers it had placed."""
+    big = ConvShape(h=16, w=16, icb=2, ocb=2, kh=3, kw=3, stride=1, pad=1)
+    s, args = conv2d_schedule(big, vdla(), Tile(16, 16, 1, 2), 1)
+    with pytest.raises(VDLABufferOverflowError, match=r"the inp buffer needs 10368 bytes "
+                                                      r"\(.*inp_buffer 10368 B\) but has 8192"):
+        tensorforge.build(s, args, target=vdla("vdla -inp-kib=8"))
+
+
+def test_removed_push_in_a_compiled_program_deadlocks(vdla):
+    target = vdla()
+    mod, _ = _build(SMALL, target, Tile(4, 8, 1, 1))
+    prog = mod.programs[0]
+    k = next(i for i, x in enumerate(prog.insns) if x.push_next and x.stage.name == "LOAD")
+    prog.insns[k] = dataclasses.replace(prog.insns[k], push_next=False)
+    a = conv_arrays(SMALL, VDLAConfig())
+    with pytest.raises(VDLADeadlockError, match="waiting on load->compute"):
+        mod(a["data"], a["kernel"], np.zeros((1, 4, 8, 8, 16), np.int32))
+
+
+def test_removed_pop_in_a_compiled_program_is_a_hazard(vdla):
+    """A 1x1 convolution with one virtual thread: each GEMM is shorter than the load of the
+    next input block, so a GEMM that does not wait reads the block before it arrives."""
+    shape = ConvShape(h=8, w=8, icb=2, ocb=2, kh=1, kw=1, stride=1, pad=0)
+    mod, _ = _build(shape, vdla(), Tile(8, 8, 1, 1), 1)
+    prog = mod.programs[0]
+    gemms = [i for i, x in enumerate(prog.insns) if x.pop_prev and x.stage.name == "COMPUTE"]
+    k = gemms[1]
+    j = max(i for i in range(k) if prog.insns[i].push_next and prog.insns[i].stage.name == "LOAD")
+    prog.insns[k] = dataclasses.replace(prog.insns[k], pop_prev=False)
+    prog.insns[j] = dataclasses.replace(prog.insns[j], push_next=False)
+    a = conv_arrays(shape, VDLAConfig())
+    with pytest.raises(VDLAHazardError, match="token between them is missing"):
+        mod(a["data"], a["kernel"], np.zeros((1, 2, 8, 8, 16), np.int32))
+
+
+def test_export_and_load_without_the_compiler(vdla, tmp_path):
+    mod, _ = _build(SMALL, vdla())
+    path = tmp_path / "conv.vdla"
+    mod.export_library(path)
+    back = load_vdla_module(path)
+    assert isinstance(back, VDLAModule)
+    assert [i for i in back.programs[0].insns] == mod.programs[0].insns
+    report = _check(back, SMALL, VDLAConfig())
+    timer = back.time_evaluator(back.entry_name, repeat=2)
+    a = conv_arrays(SMALL, VDLAConfig())
+    t = timer(a["data"], a["kernel"], np.zeros((1, 4, 8, 8, 16), np.int32))
+    assert t.median == pytest.approx(report.total_cycles / 200e6)
+
+
+def test_wrong_weight_layout_is_a_tensorize_error(vdla):
+    """Weights stored OIHW16o16i: the nest multiplies wgt[o, k], the intrinsic wgt[k, o]."""
+    target = vdla()
+    data = te.placeholder((1, 1, 4, 4, 16), "int8", name="data")
+    kernel = te.placeholder((1, 1, 1, 1, 16, 16), "int8", name="kernel")
+    ic = te.reduce_axis((0, 16), name="ic")
+    conv = te.compute(
+        (1, 1, 4, 4, 16),
+        lambda n, c, y, x, o: te.sum(data[n, 0, y, x, ic].astype("int32")
+                                     * kernel[c, 0, 0, 0, o, ic].astype("int32"), axis=ic),
+        name="conv")
+    s = te.create_schedule(conv.op)
+    res = s.cache_write(conv, "acc_buffer")
+    s.cache_read(data, "inp_buffer", [res])
+    s.cache_read(kernel, "wgt_buffer", [res])
+    s[res].tensorize(s[res].op.axis[4], te.get_intrin("gemm_1x16x16_int8_acc32", target))
+    with pytest.raises(ScheduleError, match="does not compute what intrinsic "
+                                            "'gemm_1x16x16_int8_acc32'"):
+        tensorforge.lower(s, [data, kernel, conv], simple_mode=True)
