@@ -8,6 +8,7 @@ import pytest
 
 import tensorforge
 from tensorforge import te
+from tensorforge.runtime import load_module
 from tensorforge.schedule import ScheduleError
 from tensorforge_vdla.codegen import VDLAModule, load_vdla_module
 from tensorforge_vdla.config import VDLAConfig
@@ -131,8 +132,10 @@ def test_export_and_load_without_the_compiler(vdla, tmp_path):
     mod, _ = _build(SMALL, vdla())
     path = tmp_path / "conv.vdla"
     mod.export_library(path)
-    back = load_vdla_module(path)
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["conv.vdla", "conv.vdla.json"]
+    back = load_module(path)  # core's loader: the sidecar names tensorforge_vdla's
     assert isinstance(back, VDLAModule)
+    assert load_vdla_module(path).programs[0].insns == mod.programs[0].insns
     assert [i for i in back.programs[0].insns] == mod.programs[0].insns
     report = _check(back, SMALL, VDLAConfig())
     timer = back.time_evaluator(back.entry_name, repeat=2)

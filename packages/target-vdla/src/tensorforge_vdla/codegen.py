@@ -7,9 +7,11 @@
 
 The module is callable with numpy arrays like any runtime module: the arguments are placed in
 a DRAM image, the simulator runs the program (through `SimDriver`), and the written arguments
-are copied back; `last_report` holds the run's `SimReport`. `export_library(path)` writes the
-instruction stream (`path`), the micro-op segment (`path.uops`) and a JSON sidecar
-(`path.json`); `load_vdla_module(path)` reads them back with numpy alone.
+are copied back; `last_report` holds the run's `SimReport`; `time_evaluator` gives simulated
+seconds (`timing = "simulated"` tells the tuner to use it). `export_library(path)` writes the
+instruction streams and micro-op segments (`path`) and a JSON sidecar (`path.json`) naming its
+loader; `tensorforge.runtime.load_module(path)` (or `load_vdla_module`) reads them back with
+numpy alone.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ class VDLAModule(Module):
     """The kernels of one `build` for a VDLA target, run on the simulator."""
 
     type_key = "vdla"
+    timing = "simulated"  # time_evaluator counts the design's cycles, not wall time
 
     def __init__(self, programs: Sequence[Program], target: str = "vdla",
                  driver: SimDriver | None = None):
@@ -125,21 +128,17 @@ class VDLAModule(Module):
         return evaluate
 
     def export_library(self, path: str | os.PathLike[str]) -> None:
-        """`path`: the instruction streams; `path.uops`: micro-op segments; `path.json`: the
-        sidecar (format, config, parameters, offsets)."""
+        """`path`: every kernel's instruction stream then its micro-op segment; `path.json`:
+        the sidecar (format, loader, config, parameters, offsets into the file)."""
         path = os.fspath(path)
-        streams, uops, kernels = b"", b"", []
+        blob, kernels = b"", []
         for p in self.programs:
             s, u = p.stream(), p.uops.tobytes()
-            kernels.append({**p.sidecar(), "stream_offset": len(streams),
-                            "stream_bytes": len(s), "uops_offset": len(uops),
-                            "uops_bytes": len(u)})
-            streams += s
-            uops += u
+            kernels.append({**p.sidecar(), "stream_offset": len(blob), "stream_bytes": len(s),
+                            "uops_offset": len(blob) + len(s), "uops_bytes": len(u)})
+            blob += s + u
         with open(path, "wb") as f:
-            f.write(streams)
-        with open(path + ".uops", "wb") as f:
-            f.write(uops)
+            f.write(blob)
         meta = {"format": LIBRARY_FORMAT, "version": 1, "target": self.target,
                 "loader": "tensorforge_vdla.codegen:load_vdla_module",
                 "entry_name": self.entry_name, "functions": kernels}
@@ -159,13 +158,11 @@ def load_vdla_module(path: str | os.PathLike[str], meta: dict[str, Any] | None =
     if meta.get("format") != LIBRARY_FORMAT:
         raise VDLAError(f"{path}.json does not describe a VDLA library")
     with open(path, "rb") as f:
-        streams = f.read()
-    with open(path + ".uops", "rb") as f:
-        uops = f.read()
+        blob = f.read()
     programs = []
     for k in meta["functions"]:
-        s = streams[k["stream_offset"]:k["stream_offset"] + k["stream_bytes"]]
-        u = uops[k["uops_offset"]:k["uops_offset"] + k["uops_bytes"]]
+        s = blob[k["stream_offset"]:k["stream_offset"] + k["stream_bytes"]]
+        u = blob[k["uops_offset"]:k["uops_offset"] + k["uops_bytes"]]
         programs.append(Program.from_parts(s, u, k))
     mod = VDLAModule(programs, meta.get("target", "vdla"))
     mod.entry_name = meta.get("entry_name") or mod.entry_name

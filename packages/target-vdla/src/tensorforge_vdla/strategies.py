@@ -294,5 +294,5 @@ def conv2d_template(cfg: Any, h: int, w: int, icb: int, ocb: int, kh: int, kw: i
     cfg.define_knob("tile", [t.as_tuple() for t in tiles], default=best.as_tuple())
     cfg.define_knob("n_vthreads", [1, 2], default=2)
     cfg.add_flop(2.0 * shape.macs(config))
-    tile = Tile(*cfg["tile"].value)
-    return conv2d_schedule(shape, target, tile, int(cfg["n_vthreads"].value))
+    tile = Tile(*cfg["tile"].val)
+    return conv2d_schedule(shape, target, tile, int(cfg["n_vthreads"].val))

@@ -9,7 +9,9 @@ without llvmlite) installed. The library's kernels are described by a JSON sidec
     {"format": "tensorforge.cpu-library", "version": 1, "entry_name": "add",
      "functions": [{"name": "add", "symbol": "add", "params": [...], "asserts": [...]}]}
 
-where `params` are `Param` records (see `cfunction.py`).
+where `params` are `Param` records (see `cfunction.py`). A sidecar of another format that
+names a `"loader": "module:function"` is loaded by that function (`loader(path, meta)`), e.g.
+a VDLA instruction stream by `tensorforge_vdla.codegen:load_vdla_module`.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ def sidecar_path(path: str | os.PathLike[str]) -> str:
     return os.fspath(path) + ".json"
 
 
-def load_module(path: str | os.PathLike[str]) -> LibraryModule:
+def load_module(path: str | os.PathLike[str]) -> Module:
     """Open a library written by `export_library`, with ctypes and its JSON sidecar only."""
     path = os.path.abspath(os.fspath(path))
     meta_path = sidecar_path(path)
@@ -123,6 +125,11 @@ def load_module(path: str | os.PathLike[str]) -> LibraryModule:
         ) from None
     except json.JSONDecodeError as e:
         raise TensorforgeError(f"cannot load {path!r}: {meta_path!r} is not valid JSON: {e}") from e
+    loader = meta.get("loader")
+    if loader and meta.get("format") != LIBRARY_FORMAT:  # a target's own format (e.g. VDLA)
+        from tensorforge.plugins.descriptors import load_ref
+
+        return load_ref(loader)(path, meta)  # type: ignore[no-any-return]
     if meta.get("format") != LIBRARY_FORMAT:
         raise TensorforgeError(f"{meta_path!r} does not describe a tensorforge CPU library")
     if int(meta.get("version", 0)) > LIBRARY_VERSION:
