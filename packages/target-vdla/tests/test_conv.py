@@ -163,3 +163,33 @@ def test_wrong_weight_layout_is_a_tensorize_error(vdla):
     with pytest.raises(ScheduleError, match="does not compute what intrinsic "
                                             "'gemm_1x16x16_int8_acc32'"):
         tensorforge.lower(s, [data, kernel, conv], simple_mode=True)
+
+
+@pytest.mark.parametrize("n_vthreads", [1, 2])
+def test_conv_bias_relu_requantize_on_the_alu(vdla, n_vthreads):
+    """The element-wise chain after the GEMM runs on the ALU in the accumulators (bias tile
+    loaded by the compute module, broadcast over the pixels), stored narrowed to int8."""
+    from tensorforge_vdla.isa import Alu, AluOp, MemId, Store
+    from tensorforge_vdla.strategies import conv2d_te, schedule_conv2d
+
+    cfg = VDLAConfig()
+    data, kernel, conv = conv2d_te(SMALL, cfg)
+    bias = te.placeholder((1, SMALL.ocb, 1, 1, 16), "int32", name="bias")
+    b = te.compute(conv.shape, lambda n, c, y, x, o: conv[n, c, y, x, o] + bias[0, c, 0, 0, o],
+                   name="bias_add")
+    r = te.compute(conv.shape, lambda *i: te.max_expr(b[i], 0), name="relu")
+    q = te.compute(conv.shape, lambda *i: te.min_expr(te.floordiv(r[i] * 3 + 64, 128), 127),
+                   name="requant")
+    out = te.compute(conv.shape, lambda *i: q[i].astype("int8"), name="out")
+    s = schedule_conv2d([out], vdla(), None, n_vthreads)
+    mod = tensorforge.build(s, [data, kernel, bias, out], target="vdla")
+    insns = mod.programs[0].insns
+    ops = [i.op for i in insns if isinstance(i, Alu)]
+    assert {AluOp.ADD, AluOp.MAX, AluOp.MUL, AluOp.SHR, AluOp.MIN} <= set(ops)
+    assert any(isinstance(i, Store) and i.mem == MemId.OUT for i in insns)
+    a = conv_arrays(SMALL, cfg)
+    bb = np.random.default_rng(0).integers(-50000, 50000, (1, 4, 1, 1, 16)).astype(np.int32)
+    got = np.zeros((1, 4, 8, 8, 16), np.int8)
+    mod(a["data"], a["kernel"], bb, got)
+    ref = conv_reference(SMALL, a["x"], a["w"], 16).astype(np.int64) + bb
+    np.testing.assert_array_equal(got, np.minimum((np.maximum(ref, 0) * 3 + 64) // 128, 127))

@@ -53,6 +53,15 @@ class ConvShape:
 
 
 @dataclass(frozen=True)
+class Epilogue:
+    """Element-wise work after the convolution: whether there is any (one more accumulator
+    tile per output tile) and how many per-channel operands (a bias) it loads."""
+
+    stages: int = 0
+    channel_operands: int = 0
+
+
+@dataclass(frozen=True)
 class Tile:
     """Output rows, output columns, output-channel blocks per tile; input-channel blocks per
     load."""
@@ -66,23 +75,27 @@ class Tile:
         return (self.th, self.tw, self.toc, self.tic)
 
 
-def buffer_needs(shape: ConvShape, tile: Tile, n_vthreads: int, config: VDLAConfig
-                 ) -> dict[str, int]:
+def buffer_needs(shape: ConvShape, tile: Tile, n_vthreads: int, config: VDLAConfig,
+                 epilogue: Epilogue | None = None) -> dict[str, int]:
     """Tiles of each SRAM one tile of the convolution needs (all virtual threads)."""
     rows = (tile.th - 1) * shape.stride + shape.kh
     cols = (tile.tw - 1) * shape.stride + shape.kw
+    acc = tile.toc * tile.th * tile.tw
+    if epilogue is not None and epilogue.stages:
+        acc += acc + epilogue.channel_operands * tile.toc
     return {"inp": n_vthreads * tile.tic * rows * cols,
             "wgt": n_vthreads * tile.toc * tile.tic * shape.kh * shape.kw,
-            "acc": n_vthreads * tile.toc * tile.th * tile.tw}
+            "acc": n_vthreads * acc}
 
 
-def check_fits(shape: ConvShape, tile: Tile, n_vthreads: int, config: VDLAConfig) -> None:
+def check_fits(shape: ConvShape, tile: Tile, n_vthreads: int, config: VDLAConfig,
+               epilogue: Epilogue | None = None) -> None:
     """Raise `VDLABufferOverflowError` naming the first buffer the tile overflows."""
     shrink = {"inp": "tile rows/cols (the split of the output height and width) or the "
                      "input-channel blocks per load",
               "wgt": "the output-channel blocks per tile or the input-channel blocks per load",
               "acc": "tile rows/cols or output-channel blocks (the output splits)"}
-    for mem, tiles in buffer_needs(shape, tile, n_vthreads, config).items():
+    for mem, tiles in buffer_needs(shape, tile, n_vthreads, config, epilogue).items():
         if tiles > config.depth(mem):
             tb = config.tile_bytes(mem)
             raise VDLABufferOverflowError(
@@ -105,7 +118,8 @@ def _vthread_axis(shape: ConvShape, tile: Tile) -> str | None:
     return None
 
 
-def fitting_tiles(shape: ConvShape, config: VDLAConfig) -> list[Tile]:
+def fitting_tiles(shape: ConvShape, config: VDLAConfig, epilogue: Epilogue | None = None
+                  ) -> list[Tile]:
     """Tiles that fit the buffers with two virtual threads and leave two tiles to split."""
     out = []
     for th in _divisors(shape.oh):
@@ -113,7 +127,7 @@ def fitting_tiles(shape: ConvShape, config: VDLAConfig) -> list[Tile]:
             for toc in _divisors(shape.ocb):
                 for tic in _divisors(shape.icb):
                     t = Tile(th, tw, toc, tic)
-                    needs = buffer_needs(shape, t, 2, config)
+                    needs = buffer_needs(shape, t, 2, config, epilogue)
                     if all(v <= config.depth(m) for m, v in needs.items()) and \
                             _vthread_axis(shape, t) is not None:
                         out.append(t)
@@ -139,8 +153,9 @@ def estimate_cycles(shape: ConvShape, tile: Tile, config: VDLAConfig) -> float:
     return n_tiles * (steps * max(gemm, load) + store / 2)
 
 
-def default_tile(shape: ConvShape, config: VDLAConfig) -> Tile:
-    return min(fitting_tiles(shape, config),
+def default_tile(shape: ConvShape, config: VDLAConfig, epilogue: Epilogue | None = None
+                 ) -> Tile:
+    return min(fitting_tiles(shape, config, epilogue),
                key=lambda t: (estimate_cycles(shape, t, config), -t.th * t.tw))
 
 
@@ -179,10 +194,11 @@ def schedule_conv2d(outs: Sequence[te.Tensor], target: Any, tile: Tile | None = 
     padded, kernel = conv.op.input_tensors
     data = padded.op.input_tensors[0] if "pad" in getattr(padded.op, "tag", "") else padded
     shape = _conv_shape(conv, padded, data, kernel)
-    tile = tile or default_tile(shape, config)
+    epilogue = Epilogue(len(_between(out, conv)), len(_operands(out, conv)))
+    tile = tile or default_tile(shape, config, epilogue)
     if n_vthreads not in (1, 2):
         raise VDLACompileError(f"n_vthreads must be 1 or 2, got {n_vthreads}")
-    check_fits(shape, tile, n_vthreads, config)
+    check_fits(shape, tile, n_vthreads, config, epilogue)
     for name, n, t in (("rows", shape.oh, tile.th), ("cols", shape.ow, tile.tw),
                        ("oc blocks", shape.ocb, tile.toc), ("ic blocks", shape.icb, tile.tic)):
         if n % t:
@@ -192,11 +208,11 @@ def schedule_conv2d(outs: Sequence[te.Tensor], target: Any, tile: Tile | None = 
         s[padded].compute_inline()
     if out is conv:
         res = s.cache_write(conv, "acc_buffer")
-        epilogue: list[te.Tensor] = []
+        stages: list[te.Tensor] = []
     else:
         res = conv
         s[conv].set_scope("acc_buffer")
-        epilogue = _between(out, conv)
+        stages = _between(out, conv)
     cdata = s.cache_read(padded, "inp_buffer", [res])
     ckern = s.cache_read(kernel, "wgt_buffer", [res])
     n_, oc, y, x, ob = s[out].op.axis
@@ -212,11 +228,27 @@ def schedule_conv2d(outs: Sequence[te.Tensor], target: Any, tile: Tile | None = 
         outer = oco if axis == "oc" else yo
         _, vt = s[out].split(outer, factor=2)
         s[out].bind(vt, te.thread_axis("cthread"))
-    s[res].compute_at(s[out], xo)
-    for t in epilogue:
-        s[t].set_scope("acc_buffer")
-        s[t].compute_at(s[out], xo)
-        s[t].pragma(s[t].op.axis[0], "alu")
+    if stages:  # one ALU stage computes the whole element-wise chain in the accumulators
+        for t in stages[:-1]:
+            s[t].compute_inline()
+        last = stages[-1]
+        s[last].set_scope("acc_buffer")
+        s[last].compute_at(s[out], xo)
+        # the GEMM nest and the operand loads (a bias) go inside the ALU stage's unit batch
+        # loop, before its channel loop (they are read through the inlined stages)
+        s[res].compute_at(s[last], s[last].op.axis[0])
+        for t in _operands(out, conv):
+            readers = [x for x in [*stages, out] if t in x.op.input_tensors]
+            cached = s.cache_read(t, "acc_buffer", readers)
+            s[cached].compute_at(s[last], s[last].op.axis[0])
+            s[cached].pragma(s[cached].op.axis[0], "dma_copy")
+        s[last].pragma(s[last].op.axis[1], "alu")
+    else:
+        s[res].compute_at(s[out], xo)
+        for t in _operands(out, conv):  # bias and friends: loaded into the accumulators
+            cached = s.cache_read(t, "acc_buffer", [last])
+            s[cached].compute_at(s[out], xo)
+            s[cached].pragma(s[cached].op.axis[0], "dma_copy")
     rn, roc, ry, rx, rob = s[res].op.axis
     ico, ky, kx, ici = s[res].op.reduce_axis
     ico_o, ico_i = s[res].split(ico, factor=tile.tic)
@@ -228,6 +260,18 @@ def schedule_conv2d(outs: Sequence[te.Tensor], target: Any, tile: Tile | None = 
     s[out].pragma(oci, "dma_copy")
     s[res].tensorize(rob, te.get_intrin(config.gemm_name, target))
     return s
+
+
+def _operands(out: te.Tensor, conv: te.Tensor) -> list[te.Tensor]:
+    """Placeholders the element-wise stages after `conv` read (a bias, a residual)."""
+    from tensorforge.te import PlaceholderOp
+
+    found: list[te.Tensor] = []
+    for t in [*_between(out, conv), out]:
+        for x in t.op.input_tensors:
+            if isinstance(x.op, PlaceholderOp) and all(x is not f for f in found):
+                found.append(x)
+    return found
 
 
 def _conv_shape(conv: te.Tensor, padded: te.Tensor, data: te.Tensor, kernel: te.Tensor
