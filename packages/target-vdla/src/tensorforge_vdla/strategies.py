@@ -245,10 +245,6 @@ def schedule_conv2d(outs: Sequence[te.Tensor], target: Any, tile: Tile | None = 
         s[last].pragma(s[last].op.axis[1], "alu")
     else:
         s[res].compute_at(s[out], xo)
-        for t in _operands(out, conv):  # bias and friends: loaded into the accumulators
-            cached = s.cache_read(t, "acc_buffer", [last])
-            s[cached].compute_at(s[out], xo)
-            s[cached].pragma(s[cached].op.axis[0], "dma_copy")
     rn, roc, ry, rx, rob = s[res].op.axis
     ico, ky, kx, ici = s[res].op.reduce_axis
     ico_o, ico_i = s[res].split(ico, factor=tile.tic)
