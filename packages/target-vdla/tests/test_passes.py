@@ -60,3 +60,13 @@ def test_passes_registered_for_vdla_only(vdla):
     assert names == ["vdla.inject_dma", "vdla.inject_alu", "vdla.fold_uops"]
     assert reg.passes(vdla(), "tir.before_codegen") == []
     assert set(reg.intrinsics(vdla())) >= {"gemm_1x16x16_int8_acc32", "alu_max_1x16_acc32"}
+
+
+def test_get_intrin_names_what_the_target_has(vdla):
+    from tensorforge.errors import TensorforgeError
+
+    intrin = te.get_intrin("alu_max_1x16_acc32", vdla())
+    assert intrin.buffers[intrin.inputs[0]].scope == "acc_buffer"
+    with pytest.raises(TensorforgeError, match="no tensor intrinsic 'gemm_1x8x8_int8_acc32' "
+                                               "for target vdla.*gemm_1x16x16_int8_acc32"):
+        te.get_intrin("gemm_1x8x8_int8_acc32", vdla())
