@@ -228,23 +228,7 @@ def schedule_conv2d(outs: Sequence[te.Tensor], target: Any, tile: Tile | None = 
         outer = oco if axis == "oc" else yo
         _, vt = s[out].split(outer, factor=2)
         s[out].bind(vt, te.thread_axis("cthread"))
-    if stages:  # one ALU stage computes the whole element-wise chain in the accumulators
-        for t in stages[:-1]:
-            s[t].compute_inline()
-        last = stages[-1]
-        s[last].set_scope("acc_buffer")
-        s[last].compute_at(s[out], xo)
-        # the GEMM nest and the operand loads (a bias) go inside the ALU stage's unit batch
-        # loop, before its channel loop (they are read through the inlined stages)
-        s[res].compute_at(s[last], s[last].op.axis[0])
-        for t in _operands(out, conv):
-            readers = [x for x in [*stages, out] if t in x.op.input_tensors]
-            cached = s.cache_read(t, "acc_buffer", readers)
-            s[cached].compute_at(s[last], s[last].op.axis[0])
-            s[cached].pragma(s[cached].op.axis[0], "dma_copy")
-        s[last].pragma(s[last].op.axis[1], "alu")
-    else:
-        s[res].compute_at(s[out], xo)
+    attach_epilogue(s, out, conv, res, stages, xo, config.block_out)
     rn, roc, ry, rx, rob = s[res].op.axis
     ico, ky, kx, ici = s[res].op.reduce_axis
     ico_o, ico_i = s[res].split(ico, factor=tile.tic)
@@ -256,6 +240,31 @@ def schedule_conv2d(outs: Sequence[te.Tensor], target: Any, tile: Tile | None = 
     s[out].pragma(oci, "dma_copy")
     s[res].tensorize(rob, te.get_intrin(config.gemm_name, target))
     return s
+
+
+def attach_epilogue(s: Any, out: te.Tensor, master: te.Tensor, res: te.Tensor,
+                    stages: list[te.Tensor], axis: Any, lanes: int) -> None:
+    """Attach the accumulator stage `res` (and the element-wise `stages` after `master`, as one
+    ALU stage) to `out`'s tile loop `axis`; operands such as a bias are loaded into the
+    accumulators next to it."""
+    if not stages:
+        s[res].compute_at(s[out], axis)
+        return
+    for t in stages[:-1]:
+        s[t].compute_inline()
+    last = stages[-1]
+    s[last].set_scope("acc_buffer")
+    s[last].compute_at(s[out], axis)
+    # the GEMM nest and the operand loads go inside the ALU stage's unit batch loop, before
+    # its channel loop (they are read through the inlined stages)
+    s[res].compute_at(s[last], s[last].op.axis[0])
+    for t in _operands(out, master):
+        readers = [x for x in [*stages, out] if t in x.op.input_tensors]
+        cached = s.cache_read(t, "acc_buffer", readers)
+        s[cached].compute_at(s[last], s[last].op.axis[0])
+        s[cached].pragma(s[cached].op.axis[0], "dma_copy")
+    s[last].split(s[last].op.axis[-1], factor=lanes)  # the innermost loop walks one tile
+    s[last].pragma(s[last].leaf_iter_vars[1], "alu")
 
 
 def _operands(out: te.Tensor, conv: te.Tensor) -> list[te.Tensor]:

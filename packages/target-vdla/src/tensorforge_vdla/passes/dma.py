@@ -121,14 +121,19 @@ def lower_copy(nest: Stmt, config: VDLAConfig, what: str) -> Stmt:
     sc, _ = linear(sram[1], vars_, what, ana)
     dc, _ = linear(dram[1], vars_, what, ana)
     k, covered = len(loops) - 1, 1
+    straddle: _Dim | None = None  # a contiguous loop longer than what completes the tile
     while covered < tile and k >= 0:
         if exts[k] > 1:
-            if sc[k] != covered or dc[k] != covered or covered * exts[k] > tile:
+            whole = covered * exts[k]
+            if sc[k] != covered or dc[k] != covered or (whole > tile and whole % tile):
                 raise VDLACompileError(
                     f"{what}: the innermost loops must walk whole {tile}-element tiles, "
                     f"contiguous in both memories; loop {vars_[k].name} (extent {exts[k]}) "
                     f"steps {sc[k]} in SRAM and {dc[k]} in DRAM after {covered} elements")
-            covered *= exts[k]
+            if whole > tile:
+                straddle = _Dim([vars_[k]], whole // tile, 1, 1)
+                whole = tile
+            covered = whole
         k -= 1
     if covered != tile:
         raise VDLACompileError(f"{what}: the copy moves {covered}-element pieces, not whole "
@@ -141,12 +146,17 @@ def lower_copy(nest: Stmt, config: VDLAConfig, what: str) -> Stmt:
             raise VDLACompileError(f"{what}: loop {vars_[i].name} does not step whole tiles "
                                    f"({sc[i]} / {dc[i]} elements)")
         dims.append(_Dim([vars_[i]], exts[i], sc[i] // tile, dc[i] // tile))
+    if straddle is not None:
+        dims.append(straddle)
     guard_vars = {v for v in vars_ if guard is not None and uses_var(guard, lambda x, v=v: x is v)}
     dims = _merge(dims, guard_vars)
     x = dims.pop() if dims and dims[-1].sram == 1 and dims[-1].dram == 1 else None
     cols = x.extent if x else 1
     y = dims.pop() if dims and dims[-1].sram == cols else None
     host = {v for d in dims for v in d.vars}
+    if straddle is not None and (straddle.vars[0] in host or straddle.vars[0] in guard_vars):
+        raise VDLACompileError(f"{what}: loop {straddle.vars[0].name} walks several tiles but "
+                               "is neither the DMA's row nor its column, or is padded")
     inner = [v for v in vars_ if v not in host]
     bad = guard_vars - {v for d in (x, y) if d for v in d.vars}
     if bad:
