@@ -10,7 +10,6 @@ import tensorforge
 from tensorforge import te
 from tensorforge.runtime import load_module
 from tensorforge.schedule import ScheduleError
-from tensorforge_vdla.codegen import VDLAModule, load_vdla_module
 from tensorforge_vdla.config import VDLAConfig
 from tensorforge_vdla.driver import SimDriver
 from tensorforge_vdla.errors import (
@@ -18,6 +17,7 @@ from tensorforge_vdla.errors import (
     VDLADeadlockError,
     VDLAHazardError,
 )
+from tensorforge_vdla.runtime import VDLAModule, load_vdla_module
 from tensorforge_vdla.strategies import ConvShape, Tile, conv2d_schedule
 from tensorforge_vdla.workloads import conv_arrays, conv_reference
 
@@ -136,6 +136,17 @@ def test_export_and_load_without_the_compiler(vdla, tmp_path):
     back = load_module(path)  # core's loader: the sidecar names tensorforge_vdla's
     assert isinstance(back, VDLAModule)
     assert load_vdla_module(path).programs[0].insns == mod.programs[0].insns
+    # loading needs the runtime only, none of the compiler
+    import subprocess
+    import sys
+
+    code = ("import sys; from tensorforge.runtime import load_module; "
+            f"m = load_module({str(path)!r}); "
+            "assert not [x for x in sys.modules if x.startswith(('tensorforge.tir', "
+            "'tensorforge.te', 'tensorforge_vdla.emit', 'tensorforge_vdla.passes'))], "
+            "sorted(sys.modules); print(type(m).__name__)")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0 and "VDLAModule" in res.stdout, res.stderr
     assert [i for i in back.programs[0].insns] == mod.programs[0].insns
     report = _check(back, SMALL, VDLAConfig())
     timer = back.time_evaluator(back.entry_name, repeat=2)
