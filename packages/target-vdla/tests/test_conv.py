@@ -56,9 +56,7 @@ def test_conv_holds_under_perturbed_schedules(vdla, seed):
     conflicting SRAM access is still ordered, and the results stay exact."""
     target = vdla()
     mod, _ = _build(SMALL, target, Tile(4, 8, 1, 1))
-    mod.driver = SimDriver(VDLAConfig.from_target(target), jitter_seed=seed)
-    for f in mod._functions.values():
-        f.driver = mod.driver
+    mod.use_driver(SimDriver(VDLAConfig.from_target(target), jitter_seed=seed))
     _check(mod, SMALL, VDLAConfig.from_target(target))
 
 
@@ -176,8 +174,8 @@ def test_wrong_weight_layout_is_a_tensorize_error(vdla):
         tensorforge.lower(s, [data, kernel, conv], simple_mode=True)
 
 
-@pytest.mark.parametrize("n_vthreads", [1, 2])
-def test_conv_bias_relu_requantize_on_the_alu(vdla, n_vthreads):
+@pytest.mark.parametrize("n_vthreads,seed", [(1, None), (2, None), (2, 1), (2, 2), (2, 3)])
+def test_conv_bias_relu_requantize_on_the_alu(vdla, n_vthreads, seed):
     """The element-wise chain after the GEMM runs on the ALU in the accumulators (bias tile
     loaded by the compute module, broadcast over the pixels), stored narrowed to int8."""
     from tensorforge_vdla.isa import Alu, AluOp, MemId, Store
@@ -194,6 +192,7 @@ def test_conv_bias_relu_requantize_on_the_alu(vdla, n_vthreads):
     out = te.compute(conv.shape, lambda *i: q[i].astype("int8"), name="out")
     s = schedule_conv2d([out], vdla(), None, n_vthreads)
     mod = tensorforge.build(s, [data, kernel, bias, out], target="vdla")
+    mod.use_driver(SimDriver(cfg, jitter_seed=seed))  # seed: a perturbed schedule
     insns = mod.programs[0].insns
     ops = [i.op for i in insns if isinstance(i, Alu)]
     assert {AluOp.ADD, AluOp.MAX, AluOp.MUL, AluOp.SHR, AluOp.MIN} <= set(ops)

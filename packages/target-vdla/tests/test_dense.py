@@ -18,11 +18,15 @@ def _arrays(shape, seed=0):
     return x, w, packed
 
 
-@pytest.mark.parametrize("n_vthreads", [1, 2])
-def test_dense_is_exact(vdla, n_vthreads):
+@pytest.mark.parametrize("n_vthreads,seed", [(1, None), (2, None), (2, 1), (2, 2), (2, 3)])
+def test_dense_is_exact(vdla, n_vthreads, seed):
+    from tensorforge_vdla.config import VDLAConfig
+    from tensorforge_vdla.driver import SimDriver
+
     shape = DenseShape(k=256, n=128)
     s, args = dense_schedule(shape, vdla(), (2, 4), n_vthreads)
     mod = tensorforge.build(s, args, target="vdla")
+    mod.use_driver(SimDriver(VDLAConfig(), jitter_seed=seed))
     x, w, packed = _arrays(shape)
     out = np.zeros((1, shape.n), np.int32)
     mod(x, packed, out)

@@ -76,6 +76,13 @@ class VDLAModule(Module):
         self.driver = driver or SimDriver(cfg)
         super().__init__({p.name: VDLAFunction(p, self.driver) for p in self.programs})
 
+    def use_driver(self, driver: SimDriver) -> VDLAModule:
+        """Run the kernels through `driver` from now on (e.g. a perturbed `SimDriver`)."""
+        self.driver = driver
+        for f in self._functions.values():
+            f.driver = driver  # type: ignore[attr-defined]
+        return self
+
     @property
     def last_report(self) -> SimReport | None:
         """The report of the last call of the entry function."""
