@@ -48,7 +48,7 @@ def test_a_loop_nest_left_for_the_host_is_an_error(vdla):
     A = te.placeholder((16,), "int32", name="A")
     B = te.compute((16,), lambda i: A[i] + 1, name="B")
     s = te.create_schedule(B.op)
-    with pytest.raises(VDLACompileError, match="was not lowered to VDLA instructions"):
+    with pytest.raises(VDLACompileError, match="was not scheduled for VDLA"):
         tensorforge.build(s, [A, B], target=vdla())
 
 

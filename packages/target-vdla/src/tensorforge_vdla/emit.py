@@ -75,6 +75,15 @@ class _State:
 
 
 def emit(func: PrimFunc, config: VDLAConfig) -> Program:
+    from tensorforge.expr import post_order_collect
+
+    if not post_order_collect(func.body, lambda n: isinstance(n, Call)
+                              and n.op.startswith("vdla.")):
+        raise VDLACompileError(
+            f"{func.name}: this kernel was not scheduled for VDLA (it has no DMA, GEMM or ALU "
+            "operation). Schedule operators with tensorforge_vdla.strategies / .dense; "
+            "compiling whole models for vdla needs the host placement (`vdla -host=llvm`, "
+            "planned in issue 11)")
     st = _State(config, func.name)
     shapes = func.attrs.get("buffer_shapes") or [None] * len(func.params)
     offset = 0
