@@ -203,3 +203,38 @@ def test_conv_bias_relu_requantize_on_the_alu(vdla, n_vthreads, seed):
     mod(a["data"], a["kernel"], bb, got)
     ref = conv_reference(SMALL, a["x"], a["w"], 16).astype(np.int64) + bb
     np.testing.assert_array_equal(got, np.minimum((np.maximum(ref, 0) * 3 + 64) // 128, 127))
+
+
+def test_removing_any_one_token_is_caught(vdla):
+    """Each token pair of a compiled program is needed: dropping a pair (push and pop) leaves a
+    dependency unordered, which verify_tokens reports for every timing; dropping a single push
+    deadlocks and a single pop leaves a token behind (test_sim.py)."""
+    from tensorforge_vdla.tokens import verify_tokens
+
+    mod, _ = _build(SMALL, vdla(), Tile(4, 8, 1, 1))
+    prog = mod.programs[0]
+    verify_tokens(prog)
+    original = list(prog.insns)
+    pairs = []  # (push index, flag, pop index, flag), matched FIFO per queue
+    from collections import deque
+
+    from tensorforge_vdla.isa import QUEUES, neighbours
+
+    pending = {q: deque() for q in QUEUES}
+    for j, insn in enumerate(original):
+        b = insn.stage
+        prev, nxt = neighbours(b)
+        for flag, a in (("pop_prev", prev), ("pop_next", nxt)):
+            if getattr(insn, flag):
+                i, pflag = pending[(a, b)].popleft()
+                pairs.append((i, pflag, j, flag))
+        for flag, a in (("push_prev", prev), ("push_next", nxt)):
+            if getattr(insn, flag):
+                pending[(b, a)].append((j, flag))
+    assert len(pairs) > 10
+    for i, pflag, j, flag in pairs:
+        prog.insns = list(original)
+        prog.insns[i] = dataclasses.replace(prog.insns[i], **{pflag: False})
+        prog.insns[j] = dataclasses.replace(prog.insns[j], **{flag: False})
+        with pytest.raises(VDLAHazardError, match="no chain of tokens"):
+            verify_tokens(prog)

@@ -4,6 +4,7 @@
         emit               host loops run, one instruction per vdla.* call (emit.py)
         inject_dep_tokens  tokens where data flows between modules (tokens.py)
         check_encodable    every instruction fits its 128-bit format
+        verify_tokens      every dependency is ordered by a chain of tokens, for any timing
 
 The module (runtime.py) runs the programs on the simulator; see there.
 """
@@ -20,7 +21,7 @@ from .emit import emit
 from .isa import check_config, encode
 from .program import Program
 from .runtime import VDLAModule, load_vdla_module
-from .tokens import inject_dep_tokens
+from .tokens import inject_dep_tokens, verify_tokens
 
 __all__ = ["PROGRAM_PASSES", "VDLAModule", "build", "compile_program", "load_vdla_module"]
 
@@ -36,6 +37,7 @@ def compile_program(func: PrimFunc, config: VDLAConfig) -> Program:
         program = fn(program)
     for insn in program.insns:
         encode(insn, config)  # raises a VDLAEncodingError naming the field that overflows
+    verify_tokens(program)  # every dependency ordered by tokens, whatever the timing
     return program
 
 
