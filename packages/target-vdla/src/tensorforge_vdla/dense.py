@@ -17,7 +17,7 @@ from tensorforge.autotune import template
 
 from .config import VDLAConfig
 from .errors import VDLABufferOverflowError, VDLACompileError
-from .strategies import _between, _divisors, _find, _operands, attach_epilogue
+from .strategies import _between, _divisors, _find, attach_epilogue
 
 TAG = "dense_vdla"
 
@@ -149,4 +149,4 @@ def dense_template(cfg: Any, k: int, n: int) -> tuple[Any, list[te.Tensor]]:
     return dense_schedule(shape, cfg.target, tuple(cfg["tile"].val), int(cfg["n_vthreads"].val))
 
 
-__all__ = ["DenseShape", "dense_schedule", "dense_te", "schedule_dense", "_operands"]
+__all__ = ["DenseShape", "dense_schedule", "dense_te", "schedule_dense"]
