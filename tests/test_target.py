@@ -91,8 +91,11 @@ def test_errors_are_clear(fake, text, message):
 def test_known_kind_not_installed_says_what_to_install(fake, monkeypatch):
     import tensorforge.target.target as mod
 
+    import tensorforge.plugins.known as known
+
     monkeypatch.setattr(mod, "_is_installed", lambda dist: False)
-    hint = r"pip install tensorforge-target-cuda .*tensorforge\[cuda\]"
+    monkeypatch.setattr(known, "source_checkout", lambda: None)  # installed from an index
+    hint = r"pip install 'tensorforge\[cuda\]' .*pip install tensorforge-target-cuda"
     with pytest.raises(TargetError, match=hint):
         Target.parse("cuda -arch=sm_90")
     with pytest.raises(TargetError, match="target tag 'nvidia/h200': .*tensorforge-target-cuda"):

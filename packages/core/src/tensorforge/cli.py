@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import sys
-import textwrap
 import traceback
 import warnings
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from typing import Any
 
 from tensorforge._version import __version__
 from tensorforge.errors import TensorforgeError
+from tensorforge.text import HelpFormatter, plural, wrap
 
 __all__ = ["main"]
 
@@ -42,38 +42,50 @@ def add_plugins(sub: argparse._SubParsersAction) -> None:
 def run_plugins(args: argparse.Namespace) -> int:
     from tensorforge.plugins.loader import ENV_DISABLE, ENV_SELECT
     from tensorforge.plugins.registry import PluginLoadWarning
+    from tensorforge.plugins.status import plugin_readiness, target_status
 
     with warnings.catch_warnings():  # failures are part of this report
         warnings.simplefilter("ignore", PluginLoadWarning)
-        plugins = _registry().plugins
+        registry = _registry()
+        plugins = registry.plugins
     env = {k: os.environ[k] for k in (ENV_SELECT, ENV_DISABLE) if k in os.environ}
     failed = [p for p in plugins if p.status == "failed"]
     if args.json:
-        doc = {"tensorforge": __version__, "environment": env,
-               "plugins": [p.to_dict() for p in plugins]}
+        docs = []
+        for p in plugins:
+            d = p.to_dict()
+            d["readiness"] = plugin_readiness(p, registry)
+            d["targets"] = {n: {"state": st.state, "detail": st.detail}
+                            for n in p.registered.get("targets", [])
+                            if (k := registry.targets.get(n)) is not None
+                            for st in [target_status(k)]}
+            docs.append(d)
+        doc = {"tensorforge": __version__, "environment": env, "plugins": docs}
         print(json.dumps(doc, indent=2))
     else:
         counts = {s: sum(p.status == s for p in plugins) for s in ("loaded", "failed", "disabled")}
-        print(f"tensorforge {__version__}: {len(plugins)} plugin(s), "
+        print(f"tensorforge {__version__}: {plural(len(plugins), 'plugin')}, "
               + ", ".join(f"{n} {s}" for s, n in counts.items()))
         for key, value in env.items():
             print(f"  {key}={value!r}")
         for p in sorted(plugins, key=lambda p: p.name):
             dist = f"{p.distribution} {p.version or ''}".strip() if p.distribution else "-"
-            status = p.status.upper() if p.status == "failed" else p.status
-            print(f"\n{p.name:<12} {dist:<40} {status}")
+            print(f"\n{p.name:<12} {dist:<36} {plugin_readiness(p, registry)}")
             for table, names in p.registered.items():
                 print(_wrap(f"{table.replace('_', ' ')}: {', '.join(names)}"))
             lazy = [h for h in p.hooks if h in ("register_strategies", "register_intrinsics",
                                                 "register_passes")]
             if lazy:
                 print(_wrap(f"per-target hooks: {', '.join(lazy)}"))
-            if p.error:
+            if p.error and p.status != "disabled":
                 print(_wrap(("error: " if p.status == "failed" else "note: ") + p.error))
             for w in p.warnings:
                 print(_wrap("warning: " + w))
         if not plugins:
-            print("\nNo plugins found. Install some, e.g.: pip install 'tensorforge[llvm,onnx]'")
+            from tensorforge.plugins.known import install_hint
+
+            print("\nNo plugins found. Install some, e.g.: "
+                  + install_hint(("tensorforge-target-llvm", "llvm")))
     return 1 if (args.strict and failed) else 0
 
 
@@ -89,6 +101,7 @@ def add_targets(sub: argparse._SubParsersAction) -> None:
 
 
 def run_targets(args: argparse.Namespace) -> int:
+    from tensorforge.plugins.status import target_status
     from tensorforge.target import Target
 
     registry = _registry()
@@ -97,16 +110,17 @@ def run_targets(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(t.to_dict(), indent=2))
         else:
-            print(f"{t}\n  kind: {t.kind.name} ({t.device_type}, from {t.kind.distribution})")
+            print(f"{t}\n  kind: {t.kind.name} ({t.device_type}, from {t.kind.distribution}): "
+                  f"{target_status(t.kind)}")
             for k, v in t.options.items():
                 origin = "given" if k in t.explicit else "default or detected"
-                print(textwrap.fill(f"-{k}={v}  ({origin})", width=100, initial_indent="  ",
-                                    subsequent_indent="      ", break_on_hyphens=False))
+                print(wrap(f"-{k}={v}  ({origin})", 100, "  ", "      "))
         return 0
     if args.json:
         doc: dict[str, Any] = {
             "targets": [{"name": k.name, "device_type": k.device_type, "keys": list(k.keys),
                          "distribution": k.distribution, "description": k.description,
+                         "status": target_status(k).state, "status_detail": str(target_status(k)),
                          "options": {n: {"type": o.type.__name__, "default": o.default,
                                          "help": o.help} for n, o in k.options.items()}}
                         for k in registry.targets.values()],
@@ -117,15 +131,19 @@ def run_targets(args: argparse.Namespace) -> int:
         return 0
     print("Target kinds:")
     for k in sorted(registry.targets.values(), key=lambda k: k.name):
-        print(f"  {k.name:<10} {k.device_type:<8} {k.distribution:<28} {k.description}")
+        print(f"  {k.name:<8} {k.device_type:<7} {str(target_status(k)):<32} {k.distribution}")
+        if k.description:
+            print(_wrap(k.description))
         for n, o in k.options.items():
             opt = f"      -{n}=<{o.type.__name__}>"
-            print(f"{opt:<40} {o.help} (default {o.default!r})")
+            print(wrap(f"{opt:<40} {o.help} (default {o.default!r})", 100, "", " " * 41))
     if not registry.targets:
-        print("  (none; pip install 'tensorforge[llvm]')")
+        from tensorforge.plugins.known import install_hint
+
+        print(f"  (none; {install_hint(('tensorforge-target-llvm', 'llvm'))})")
     print("\nTags:")
     for t in sorted(registry.target_tags.values(), key=lambda t: t.name):
-        print(f"  {t.name:<22} {t.config:<52} {t.description}")
+        print(wrap(f"  {t.name:<22} {t.config:<52} {t.description}", 100, "", " " * 25))
     if not registry.target_tags:
         print("  (none)")
     return 0
@@ -168,21 +186,27 @@ def run_compile(args: argparse.Namespace) -> int:
     import time
 
     import tensorforge
+    from tensorforge.progress import NullProgress, StageProgress
 
     t0 = time.perf_counter()
+    progress = NullProgress() if args.quiet else StageProgress(sys.stderr, verbose=args.verbose)
     model = tensorforge.compile(args.model, target=args.target,
                                 input_shapes=_shapes(args.input_shape), opt_level=args.opt_level,
-                                tuning_db=args.tuning_db)
+                                tuning_db=args.tuning_db, progress=progress)
+    progress.stage("export")
     path = model.export(args.output)
+    progress.finish()
+    if args.quiet:
+        return 0
     mem = model.desc["memory"]
     print(f"compiled {args.model} for {model.desc['target']} in "
-          f"{time.perf_counter() - t0:.2f} s: {len(model.kernels)} kernels, intermediate memory "
-          f"{mem['planned_bytes']} bytes (without reuse {mem['unplanned_bytes']}), params "
-          f"{mem['params_bytes']} bytes -> {path}")
+          f"{time.perf_counter() - t0:.2f} s: {plural(len(model.kernels), 'kernel')}, "
+          f"intermediate memory {mem['planned_bytes']} bytes (without reuse "
+          f"{mem['unplanned_bytes']}), params {mem['params_bytes']} bytes -> {path}")
     tuning = model.desc.get("tuning")
     if tuning:
-        print(f"tuning records of {tuning['db']}: {len(tuning['applied'])} task(s) tuned, "
-              f"{len(tuning['missing'])} without records")
+        print(f"tuning records of {tuning['db']}: {plural(len(tuning['applied']), 'task')} "
+              f"tuned, {len(tuning['missing'])} without records")
     return 0
 
 
@@ -222,6 +246,13 @@ def run_run(args: argparse.Namespace) -> int:
             if spec["name"] not in inputs:
                 x = made[spec["name"]]
                 inputs[spec["name"]] = x if args.fill == "random" else np.zeros_like(x)
+    missing = [s for s in model.input_specs if s["name"] not in inputs]
+    if missing:
+        need = ", ".join(f"{s['name']}: {s['dtype']}{list(s['shape'])}" for s in missing)
+        first = missing[0]["name"]
+        raise TensorforgeError(f"{args.package} needs {plural(len(missing), 'input')} not given "
+                               f"({need}): pass --input {first}=FILE.npy, or --fill random to "
+                               "make them up")
     outputs = model.run(inputs)
     for spec, out in zip(model.output_specs, outputs):
         if args.output:
@@ -458,17 +489,40 @@ COMMANDS = (add_plugins, add_targets, add_compile, add_run, add_inspect, add_ben
 
 
 def _wrap(text: str) -> str:
-    return textwrap.fill(text, width=100, initial_indent="    ", subsequent_indent="      ")
+    return wrap(text, 100, "    ", "      ")
+
+
+def _global_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """--debug, --quiet, --verbose: on the main parser (with defaults) and on every
+    subcommand (defaults suppressed, so `tforge compile --debug` and `tforge --debug compile`
+    both work and neither position resets the other)."""
+    default = {"default": argparse.SUPPRESS} if suppress else {}
+    g = parser.add_argument_group("global options")
+    g.add_argument("--debug", action="store_true", help="show tracebacks of errors", **default)
+    g.add_argument("-q", "--quiet", action="store_true", help="print only results and errors",
+                   **default)
+    g.add_argument("-v", "--verbose", action="store_true",
+                   help="show progress and timing of each stage even when not on a terminal",
+                   **default)
+
+
+class _SubParser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+        _global_flags(self, suppress=True)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tforge", description="tensorforge: a deep-learning compiler.",
+        formatter_class=HelpFormatter,
         epilog="Environment: TENSORFORGE_PLUGINS=a,b loads only those plugins ('none': none); "
         "TENSORFORGE_DISABLE_PLUGINS=a,b skips those.")
     parser.add_argument("--version", action="version", version=f"tensorforge {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _global_flags(parser, suppress=False)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                parser_class=_SubParser)
     for add in COMMANDS:
         add(sub)
     return parser
@@ -493,7 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TensorforgeError as exc:
         if args.debug:
             traceback.print_exc()
-        print(textwrap.fill(f"tforge: error: {exc}", width=100), file=sys.stderr)
+        print(wrap(f"tforge: error: {exc}"), file=sys.stderr)
         return 1
     except Exception as exc:  # a bug: say so, briefly
         if args.debug:

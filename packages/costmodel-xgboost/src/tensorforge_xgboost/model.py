@@ -7,6 +7,7 @@ within a task: throughputs of different operators are not comparable.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import numpy as np
@@ -21,6 +22,9 @@ class XGBoostCostModel(CostModel):
 
     def __init__(self, num_boost_round: int = 60, objective: str = "rank:pairwise",
                  **params: Any):
+        if importlib.util.find_spec("xgboost") is None:  # fail here, not at the first fit
+            raise ImportError("the xgboost library is not installed: pip install xgboost-cpu "
+                              "(or xgboost)")
         self.num_boost_round = num_boost_round
         self.params = {"max_depth": 6, "eta": 0.3, "gamma": 1e-4, "min_child_weight": 1,
                        "subsample": 1.0, "lambda": 1.0, "alpha": 0.0, "nthread": 1,

@@ -17,7 +17,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BUILTIN_COST_MODELS", "CostModel", "RidgeCostModel", "create_cost_model"]
+from ..errors import PluginError, TensorforgeError
+
+__all__ = ["BUILTIN_COST_MODELS", "CostModel", "CostModelUnavailable", "RidgeCostModel",
+           "create_cost_model"]
 
 
 class CostModel(ABC):
@@ -96,15 +99,34 @@ def _list(a: np.ndarray | None) -> list[float] | None:
 BUILTIN_COST_MODELS: dict[str, type[CostModel]] = {"ridge": RidgeCostModel}
 
 
+class LookupByNameError(TensorforgeError, KeyError):
+    """Nothing usable under that name (a ``KeyError`` too, for older callers)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class CostModelUnavailable(LookupByNameError):
+    """A cost model is not registered (its plugin missing or disabled) or cannot be created
+    (its library is not installed)."""
+
+
 def create_cost_model(name: str = "xgboost", **options: Any) -> CostModel:
     """A new model by name: a core one (``"ridge"``) or one a plugin registered."""
     if name in BUILTIN_COST_MODELS:
         return BUILTIN_COST_MODELS[name](**options)
     from ..plugins import get_registry
+    from ..plugins.known import COST_MODEL_DISTRIBUTIONS
+    from ..plugins.status import missing_plugin_hint
 
     reg = get_registry().cost_models
     if name not in reg:
         known = ", ".join(sorted({*BUILTIN_COST_MODELS, *reg}))
-        hint = " (pip install tensorforge-costmodel-xgboost)" if name == "xgboost" else ""
-        raise KeyError(f"no cost model {name!r}{hint}; available: {known}")
-    return reg[name].load_factory()(**options)
+        hint = (f" ({missing_plugin_hint(*COST_MODEL_DISTRIBUTIONS[name])})"
+                if name in COST_MODEL_DISTRIBUTIONS else "")
+        raise CostModelUnavailable(f"no cost model {name!r}{hint}; available: {known}")
+    try:
+        return reg[name].load_factory()(**options)
+    except (ImportError, PluginError) as exc:
+        raise CostModelUnavailable(f"cost model {name!r} from {reg[name].distribution} cannot be "
+                                   f"created: {exc}") from exc

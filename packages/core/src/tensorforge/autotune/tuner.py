@@ -17,18 +17,19 @@ run neither repeats nor forgets them.
 from __future__ import annotations
 
 import random
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .cost_model import CostModel, create_cost_model
+from .cost_model import CostModel, CostModelUnavailable, LookupByNameError, create_cost_model
 from .features import features_of
 from .sa import simulated_annealing
 from .task import Task
 
-__all__ = ["BUILTIN_TUNERS", "GATuner", "GridTuner", "ModelBasedTuner", "RandomTuner",
-           "Tuner", "create_tuner"]
+__all__ = ["BUILTIN_TUNERS", "CostModelFallbackWarning", "GATuner", "GridTuner",
+           "ModelBasedTuner", "RandomTuner", "Tuner", "UnknownTunerError", "create_tuner"]
 
 
 def _throughput(task: Task, result: Any) -> float:
@@ -177,10 +178,17 @@ class ModelBasedTuner(Tuner):
     def __init__(self, task: Task, seed: int | None = None,
                  cost_model: str | CostModel = "xgboost", plan_size: int = 16,
                  epsilon: float = 0.05, diversity: float = 0.5, exhaustive_below: int = 512,
-                 sa_chains: int = 16, sa_steps: int = 40, **model_options: Any):
+                 sa_chains: int = 16, sa_steps: int = 40, fallback: str | None = None,
+                 **model_options: Any):
         super().__init__(task, seed)
-        self.model = (create_cost_model(cost_model, **model_options)
-                      if isinstance(cost_model, str) else cost_model)
+        try:
+            self.model = (create_cost_model(cost_model, **model_options)
+                          if isinstance(cost_model, str) else cost_model)
+        except CostModelUnavailable as exc:
+            if fallback is None:
+                raise
+            _say_fallback_once(exc, fallback)
+            self.model = create_cost_model(fallback)
         self.plan_size, self.epsilon, self.diversity = plan_size, epsilon, diversity
         self.exhaustive_below = exhaustive_below
         self.sa_chains, self.sa_steps = sa_chains, sa_steps
@@ -306,11 +314,33 @@ class ModelBasedTuner(Tuner):
         return out
 
 
+class UnknownTunerError(LookupByNameError):
+    """No tuner of that name (core's or a plugin's)."""
+
+
+class CostModelFallbackWarning(UserWarning):
+    """The default tuner runs on the built-in ridge model: the xgboost one is unavailable."""
+
+
+_fallbacks_said: set[str] = set()
+
+
+def _say_fallback_once(exc: Exception, fallback: str) -> None:
+    """Warn once per process that the model-based tuner uses ``fallback`` instead."""
+    if fallback in _fallbacks_said:
+        return
+    _fallbacks_said.add(fallback)
+    warnings.warn(f"{exc}; the xgb tuner uses the built-in {fallback} cost model instead "
+                  "(a little less sample-efficient)", CostModelFallbackWarning, stacklevel=4)
+
+
 BUILTIN_TUNERS: dict[str, Any] = {
     "random": RandomTuner,
     "grid": GridTuner,
     "ga": GATuner,
-    "xgb": lambda task, **kw: ModelBasedTuner(task, cost_model="xgboost", **kw),
+    # the default: xgboost from its plugin, else (said once) core's ridge model
+    "xgb": lambda task, **kw: ModelBasedTuner(task, cost_model="xgboost", fallback="ridge",
+                                              **kw),
     "ridge": lambda task, **kw: ModelBasedTuner(task, cost_model="ridge", **kw),
     "model": ModelBasedTuner,
 }
@@ -325,6 +355,6 @@ def create_tuner(name: str, task: Task, **options: Any) -> Tuner:
     reg = get_registry().tuners
     if name not in reg:
         known = ", ".join(sorted({*BUILTIN_TUNERS, *reg}))
-        raise KeyError(f"no tuner {name!r}; available: {known}")
+        raise UnknownTunerError(f"no tuner {name!r}; available: {known}")
     return reg[name].load_factory()(task, **options)
 

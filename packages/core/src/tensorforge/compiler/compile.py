@@ -15,6 +15,7 @@ from ..errors import TensorforgeError
 from ..graph.groups import FusedGroup, MemoryPlan
 from ..graph.ir import Graph, Value, freeze
 from ..graph.passes import fuse_ops, optimize, plan_memory
+from ..progress import NullProgress
 from ..target import Target
 from .kernels import group_args, lower_group
 
@@ -40,7 +41,7 @@ def load_graph(model: Any, input_shapes: dict[str, Any] | None = None) -> Graph:
         fe = reg.frontends.get("onnx")
         if fe is None:
             raise TensorforgeError("compiling an ONNX ModelProto needs the ONNX frontend: "
-                                   "pip install tensorforge-frontend-onnx")
+                                   + _frontend_hint("onnx"))
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "model.onnx")
             with open(path, "wb") as f:
@@ -54,10 +55,22 @@ def load_graph(model: Any, input_shapes: dict[str, Any] | None = None) -> Graph:
         raise TensorforgeError(f"model file {path!r} does not exist")
     fe = reg.frontend_for(path)
     if fe is None:
+        from ..plugins.known import FRONTEND_SUFFIXES
+
         known = ", ".join(f"{f.name} ({', '.join(f.suffixes)})" for f in reg.frontends.values())
-        raise TensorforgeError(f"no frontend reads {os.path.basename(path)!r}; installed "
-                               f"frontends: {known or 'none (pip install tensorforge[onnx])'}")
+        name = FRONTEND_SUFFIXES.get(os.path.splitext(path)[1].lower())
+        why = f": {_frontend_hint(name)}" if name else ""
+        raise TensorforgeError(f"no frontend reads {os.path.basename(path)!r}{why}; loaded "
+                               f"frontends: {known or 'none'}")
     return fe.load_loader()(path, **opts)
+
+
+def _frontend_hint(name: str) -> str:
+    """Why the first-party frontend `name` is not loaded (disabled, failed, not installed)."""
+    from ..plugins.known import FRONTEND_DISTRIBUTIONS
+    from ..plugins.status import missing_plugin_hint
+
+    return missing_plugin_hint(*FRONTEND_DISTRIBUTIONS[name])
 
 
 @dataclass
@@ -71,11 +84,15 @@ class Plan:
 
 
 def plan(model: Any, target: Any = None, input_shapes: dict[str, Any] | None = None,
-         opt_level: int = 3) -> Plan:
-    """Run the graph level only (no code generation): `tforge inspect` uses this."""
+         opt_level: int = 3, progress: Any = None) -> Plan:
+    """Run the graph level only (no code generation): `tforge inspect` uses this.
+    `progress` (see `tensorforge.progress`) hears of the import and graph-pass stages."""
+    progress = progress or NullProgress()
     t0 = time.perf_counter()
+    progress.stage("import")
     g = load_graph(model, input_shapes)
     t1 = time.perf_counter()
+    progress.stage("graph passes")
     g = optimize(g, target, opt_level)
     groups = fuse_ops(g, enabled=opt_level >= 1)
     memory = plan_memory(g, groups)
@@ -84,17 +101,20 @@ def plan(model: Any, target: Any = None, input_shapes: dict[str, Any] | None = N
 
 
 def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | None = None,
-            opt_level: int = 3, tuning_db: Any = None) -> Any:
+            opt_level: int = 3, tuning_db: Any = None, progress: Any = None) -> Any:
     """Compile `model` (path, ONNX ModelProto or Graph) for `target`; returns a CompiledModel
     (`run`, `benchmark`, `export`). opt_level 0 disables folding and fusion (one kernel per
     op). `tuning_db` (a path or an `autotune.Database`): each group whose task has records
     is scheduled with its best config; tasks without records are listed in a warning and in
-    `desc["tuning"]["missing"]`."""
+    `desc["tuning"]["missing"]`. `progress` (a `tensorforge.progress.StageProgress`) is told
+    each stage: import, graph passes, lowering N kernels, code generation."""
     from ..plugins import get_registry
     from ..runtime.graph_executor import CompiledModel
 
     tgt = Target.coerce(target)
-    p = plan(model, tgt, input_shapes, opt_level)
+    build = tgt.kind.load_build()  # a target that cannot compile here fails before the work
+    progress = progress or NullProgress()
+    p = plan(model, tgt, input_shapes, opt_level, progress)
     t0 = time.perf_counter()
     strategies = get_registry().strategies(tgt)
     tuning = None
@@ -107,8 +127,9 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     # unrolled LSTM repeats the same cell dozens of times
     func_of: dict[str, str] = {}
     by_key: dict[Any, str] = {}
-    for grp in p.groups:
-        key = workload_key(grp)
+    keys = [workload_key(grp) for grp in p.groups]
+    progress.stage("lowering", len(set(keys)), "kernel")
+    for grp, key in zip(p.groups, keys):
         if key in by_key:
             func_of[grp.name] = by_key[key]
             how[grp.name] = how[by_key[key]]
@@ -116,8 +137,11 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
         f, how[grp.name] = lower_group(grp, tgt, strategies, tuning)
         funcs.append(f)
         by_key[key] = func_of[grp.name] = grp.name
+        progress.advance()
     t1 = time.perf_counter()
-    module = tgt.kind.load_build()(funcs, tgt) if funcs else None
+    progress.stage(f"code generation ({tgt.kind.name})")
+    module = build(funcs, tgt) if funcs else None
+    progress.finish()
     t2 = time.perf_counter()
     p.times.update(lower_s=t1 - t0, build_s=t2 - t1)
     desc, params = describe(p, tgt, how, func_of)

@@ -1,6 +1,16 @@
-"""First-party plugins core knows by name, so errors can say what to ``pip install``."""
+"""First-party plugins core knows by name, so errors can say what to ``pip install``.
+
+The command depends on where tensorforge runs from: in a source checkout (core imported from
+``<repo>/packages/core/src``) the plugin is one ``pip install -e packages/<dir>`` away, and
+``pip install 'tensorforge[extra]'`` would fail (the distributions are not on an index);
+installed from an index, the extra is the way.
+"""
 
 from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
 
 # target kind -> distribution that provides it (and the core extra that pulls it in)
 TARGET_DISTRIBUTIONS = {
@@ -15,6 +25,8 @@ TAG_VENDORS = {"amd": "llvm", "intel": "llvm", "arm": "llvm", "nvidia": "cuda", 
                "vdla": "vdla"}
 FRONTEND_DISTRIBUTIONS = {"onnx": ("tensorforge-frontend-onnx", "onnx")}
 COST_MODEL_DISTRIBUTIONS = {"xgboost": ("tensorforge-costmodel-xgboost", "xgboost")}
+# model file suffix -> the frontend that reads it
+FRONTEND_SUFFIXES = {".onnx": "onnx"}
 
 #: every first-party plugin distribution; these load before third-party ones
 FIRST_PARTY = frozenset(
@@ -24,6 +36,36 @@ FIRST_PARTY = frozenset(
 )
 
 
+@lru_cache(maxsize=1)
+def source_checkout() -> Path | None:
+    """The repository root when core runs from a source checkout (``packages/core/src``),
+    else None (an installed wheel)."""
+    here = Path(__file__).resolve().parent.parent  # <root>/packages/core/src/tensorforge
+    if len(here.parents) < 4 or [p.name for p in here.parents[:3]] != ["src", "core",
+                                                                        "packages"]:
+        return None
+    root = here.parents[3]
+    return root if (root / "packages" / "core" / "pyproject.toml").is_file() else None
+
+
+def _checkout_path(root: Path, dist: str) -> str | None:
+    """``packages/<dir>`` of ``dist`` in the checkout, relative to the working directory when
+    it lies inside the checkout; None when the checkout has no such package."""
+    folder = root / "packages" / dist.removeprefix("tensorforge-")
+    if not (folder / "pyproject.toml").is_file():
+        return None
+    try:
+        rel = os.path.relpath(folder)
+    except ValueError:  # another drive
+        return str(folder)
+    return rel if not rel.startswith("..") else str(folder)
+
+
 def install_hint(dist_and_extra: tuple[str, str]) -> str:
+    """The command that installs a first-party plugin where this tensorforge runs."""
     dist, extra = dist_and_extra
-    return f"pip install {dist}  (or: pip install 'tensorforge[{extra}]')"
+    root = source_checkout()
+    path = _checkout_path(root, dist) if root is not None else None
+    if path is not None:
+        return f"pip install -e {path}  (from this source checkout)"
+    return f"pip install 'tensorforge[{extra}]'  (or: pip install {dist})"

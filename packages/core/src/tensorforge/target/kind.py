@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from tensorforge.errors import TargetError
+from tensorforge.errors import PluginError, TargetError
 from tensorforge.plugins.descriptors import check_name, check_ref, load_ref
 
 __all__ = ["TargetKind", "TargetOption"]
@@ -68,6 +68,9 @@ class TargetKind:
         target string gave, so the plugin can decide what still applies).
     :param keys: generic names strategies may match on (``("cpu",)``, ``("gpu", "cuda")``).
     :param distribution: filled in by the loader.
+    :param requires: runtime modules the code generator needs, ``"module"`` or
+        ``"module=pip requirement"`` (``("pyopencl",)``); checked with ``find_spec`` for the
+        status ``tforge targets`` shows, never imported at discovery.
     """
 
     name: str
@@ -79,6 +82,7 @@ class TargetKind:
     description: str = ""
     distribution: str = ""
     plugin: str = ""
+    requires: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_name(self.name, "target kind")
@@ -97,15 +101,30 @@ class TargetKind:
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
         if not self.keys:
             object.__setattr__(self, "keys", (self.device_type,))
+        if isinstance(self.requires, str) or not all(
+                isinstance(r, str) and r.strip() for r in self.requires):
+            raise ValueError(f"target kind {self.name!r}: requires must be a tuple of module "
+                             f"names like ('pyopencl',), got {self.requires!r}")
+        object.__setattr__(self, "requires", tuple(self.requires))
 
     def __hash__(self) -> int:
         return hash((self.name, self.device_type, self.distribution))
 
     def load_build(self) -> Callable[..., Any]:
-        """Import and return the ``build`` function."""
-        if not self.build:
-            raise TargetError(f"target kind {self.name!r} has no code generator yet")
-        return load_ref(self.build)
+        """Import and return the ``build`` function; a one-line :class:`TargetError` says
+        what is missing when the code generator is not built or not installed."""
+        from tensorforge.plugins.status import check_buildable
+
+        check_buildable(self)
+        try:
+            return load_ref(self.build)
+        except PluginError as exc:
+            missing = getattr(exc.__cause__, "name", None)
+            if isinstance(exc.__cause__, ModuleNotFoundError) and missing:
+                raise TargetError(f"cannot compile for target {self.name!r}: its code generator "
+                                  f"needs {missing!r}, which is not installed: pip install "
+                                  f"{missing.split('.')[0]}") from exc
+            raise
 
     def load_detect_host(self) -> Callable[..., Mapping[str, Any]] | None:
         """Import and return the ``detect_host`` function, or None."""
