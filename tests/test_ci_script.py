@@ -8,7 +8,14 @@ import pytest
 pytestmark = pytest.mark.slow
 
 CASES = {
-    "passes": ("def test_ok():\n    assert True\n", 0, "CI: OK: 1 tests passed"),
+    "passes": ("def test_ok():\n    assert True\n", 0, "CI: OK: 1 test passed, 0 skipped, "
+               "0 xfailed"),
+    # skipped and xfailed are counted apart (pytest's JUnit XML files both under <skipped>)
+    "mixed": ("import pytest\n\ndef test_ok():\n    pass\n\ndef test_ok2():\n    pass\n\n"
+              "@pytest.mark.skip('x')\ndef test_s():\n    pass\n\n"
+              "@pytest.mark.xfail(reason='known')\ndef test_x():\n    assert False\n\n"
+              "@pytest.mark.xfail(reason='known')\ndef test_x2():\n    assert False\n", 0,
+              "CI: OK: 2 tests passed, 1 skipped, 2 xfailed"),
     "fails": ("def test_bad():\n    assert False\n", 1, "CI: FAILED: pytest exit status 1"),
     "empty": ("x = 1\n", 1, "CI: FAILED: pytest collected no tests"),
     "skipped": ("import pytest\n\n@pytest.mark.skip('x')\ndef test_s():\n    pass\n", 1,

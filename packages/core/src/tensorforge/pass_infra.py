@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, TextIO, TypeVar
 
+from .errors import TensorforgeError
+
 T = TypeVar("T")
 
 
@@ -26,6 +28,8 @@ class PassSwitches:
 
     ENV: ClassVar[tuple[str, str, str]]
     LABEL: ClassVar[str]
+    #: every pass name of the pipeline (also those a target leaves out); set by the pipeline
+    NAMES: ClassVar[tuple[str, ...]] = ()
     _ctx: ClassVar[contextvars.ContextVar[Any]]
 
     def __init_subclass__(cls, **kw: Any) -> None:
@@ -52,11 +56,29 @@ class PassSwitches:
         before, after, disabled = (env_set(name) for name in cls.ENV)
         out = cls.__new__(cls)
         PassSwitches.__init__(out, before, after, disabled)
+        out._from_env = True
         return out
+
+    def check_names(self, running: Iterable[str] = ()) -> None:
+        """Raise a :class:`TensorforgeError` naming an unknown pass and the valid ones: a typo
+        in ``TENSORFORGE_PRINT_IR_AFTER`` must not silently print nothing."""
+        valid = set(self.NAMES) | set(running)
+        fields = zip(self.ENV, ("print before", "print after", "disabled"),
+                     (self.before, self.after, self.disabled))
+        for env, what, names in fields:
+            unknown = sorted(names - valid - {"all"})
+            if unknown:
+                where = env if getattr(self, "_from_env", False) else f"{what} of the context"
+                raise TensorforgeError(
+                    f"{where}: unknown {self.LABEL} pass {', '.join(map(repr, unknown))}; "
+                    f"valid: all, {', '.join(n for n in self.NAMES if n in valid)}"
+                    + "".join(f", {n}" for n in sorted(set(running) - set(self.NAMES))))
 
 
 def run_named_passes(obj: T, passes: Iterable[tuple[str, Callable[[T], T]]],
                      switches: PassSwitches) -> T:
+    passes = list(passes)
+    switches.check_names(name for name, _ in passes)
     out = switches.stream or sys.stdout
     label = switches.LABEL
 

@@ -113,6 +113,7 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
 
     tgt = Target.coerce(target)
     build = tgt.kind.load_build()  # a target that cannot compile here fails before the work
+    check_pass_switches()
     progress = progress or NullProgress()
     p = plan(model, tgt, input_shapes, opt_level, progress)
     t0 = time.perf_counter()
@@ -153,6 +154,16 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
                           f" tunable kernels have no record in {tuning.path} (default schedules):"
                           f" {'; '.join(sorted(tuning.missing.values()))}", stacklevel=2)
     return CompiledModel(module, desc, params)
+
+
+def check_pass_switches() -> None:
+    """Unknown pass names in the print/disable switches (TENSORFORGE_PRINT_IR_AFTER ...) are
+    an error before any work, not a warning per kernel."""
+    from ..graph.passes.pipeline import GraphPassContext
+    from ..tir.transform.pipeline import PassContext
+
+    for ctx in (GraphPassContext, PassContext):
+        ctx.current().check_names()
 
 
 def workload_key(grp: Any) -> tuple[Any, ...]:

@@ -68,6 +68,7 @@ def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[s
 
 
 PASS_NAMES = tuple(name for name, _ in default_graph_passes())
+GraphPassContext.NAMES = PASS_NAMES
 
 
 def optimize(g: Graph, target: Any = None, opt_level: int = 3) -> Graph:

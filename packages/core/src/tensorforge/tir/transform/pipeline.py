@@ -77,3 +77,4 @@ def default_passes(target: Any = None) -> list[tuple[str, Pass]]:
 
 
 PASS_NAMES = tuple(name for name, _ in default_passes()) + ("thread_sync",)
+PassContext.NAMES = PASS_NAMES
