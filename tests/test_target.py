@@ -89,9 +89,8 @@ def test_errors_are_clear(fake, text, message):
 
 
 def test_known_kind_not_installed_says_what_to_install(fake, monkeypatch):
-    import tensorforge.target.target as mod
-
     import tensorforge.plugins.known as known
+    import tensorforge.target.target as mod
 
     monkeypatch.setattr(mod, "_is_installed", lambda dist: False)
     monkeypatch.setattr(known, "source_checkout", lambda: None)  # installed from an index

@@ -72,7 +72,7 @@ def test_tune_then_compile(tforge, tmp_path):
     pkg = tmp_path / "tiny.tfpkg"
     r = tforge("compile", str(model), "--target", TARGET, "-o", str(pkg), "--tuning-db", str(db))
     assert r.returncode == 0, r.stderr
-    assert "task(s) tuned" in r.stdout
+    assert "3 tasks tuned, 0 without records" in r.stdout
 
 
 def test_tune_resumes_after_interruption(tforge, tmp_path):
@@ -94,10 +94,12 @@ def test_tune_resumes_after_interruption(tforge, tmp_path):
     assert proc.returncode == 130, err
     done = _count(db)
     assert 3 <= done < 14
-    r = tforge("tune", str(model), "--target", TARGET, "--trials", "14", "--db", str(db),
-               "--tuner", "random", "--batch-size", "2", "--progress", "plain", "--no-plot")
+    # --trials counts new trials: the earlier records are used (not measured again)
+    r = tforge("tune", str(model), "--target", TARGET, "--trials", str(14 - done), "--db",
+               str(db), "--tuner", "random", "--batch-size", "2", "--progress", "plain",
+               "--no-plot")
     assert r.returncode == 0, r.stderr
-    assert f"{14 - done} new trials" in r.stdout
+    assert f"{14 - done} new trials, {done} earlier records used" in r.stdout
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT task_key, config_index FROM records").fetchall()
     assert len(rows) == 14 == len(set(rows))
@@ -109,3 +111,119 @@ def test_tune_usage_errors(tforge, tmp_path):
     assert r.returncode == 1 and "--time-budget" in r.stderr
     r = tforge("tune", str(model), "--executor", "slurm", "--trials", "1")
     assert r.returncode == 1 and "ray://ADDRESS" in r.stderr
+
+
+def _flat(text: str) -> str:
+    """Messages wrap at 100 columns: compare them as one line."""
+    return " ".join(text.split())
+
+
+# ---- --trials, progress figures, fallbacks ------------------------------------------------------
+def _tune(tforge, model, db, *extra, env=None, pythonpath=None):
+    return tforge("tune", str(model), "--target", TARGET, "--db", str(db), "--progress",
+                  "plain", "--batch-size", "2", *extra, env=env, pythonpath=pythonpath)
+
+
+def test_trials_are_new_trials_and_unmeasured_tasks_show_a_dash(tforge, tmp_path):
+    model = tiny_onnx(tmp_path / "tiny.onnx")
+    db = tmp_path / "t.db"
+    r = _tune(tforge, model, db, "--trials", "4", "--tuner", "random", "--no-plot")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    first = next(line for line in lines if line.startswith("[1/3]"))
+    # the latency estimate waits for a measurement of every task (it never rises)
+    assert "est. latency - (1/3 tasks measured)" in first and "4 new trials" in first
+    dense = next(line for line in lines if line.startswith("dense_packed"))
+    assert dense.split()[-4:] == ["0/4", "-", "-", "-"]  # trials, default, best, GFLOP/s
+    assert "4 new trials; estimated latency of the tuned kernels (2 of 3 tasks measured)" \
+        in r.stdout
+    r = _tune(tforge, model, db, "--trials", "4", "--tuner", "random", "--no-plot")
+    assert r.returncode == 0, r.stderr
+    assert "done: 4/4 new trials (4 earlier)" in r.stdout
+    assert "4 new trials, 4 earlier records used" in r.stdout
+    assert _count(db) == 8
+
+
+def test_default_tuner_without_xgboost_falls_back_once(tforge, tmp_path):
+    model = tiny_onnx(tmp_path / "tiny.onnx")
+    r = _tune(tforge, model, tmp_path / "t.db", "--trials", "8", "--no-plot",
+              env={"TENSORFORGE_DISABLE_PLUGINS": "xgboost"})
+    assert r.returncode == 0, r.stderr
+    said = [line for line in r.stderr.splitlines() if "built-in ridge cost model" in line]
+    assert len(said) == 1, r.stderr  # three tasks, three tuners: said once
+    assert "disabled by TENSORFORGE_DISABLE_PLUGINS='xgboost'" in said[0]
+    assert "8 new trials" in r.stdout
+
+
+def test_missing_matplotlib_names_its_install_command(tforge, tmp_path):
+    model = tiny_onnx(tmp_path / "tiny.onnx")
+    blocker = tmp_path / "block" / "matplotlib"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('no matplotlib here')\n")
+    r = _tune(tforge, model, tmp_path / "t.db", "--trials", "2", "--tuner", "random",
+              pythonpath=str(tmp_path / "block"))
+    assert r.returncode == 0, r.stderr
+    assert "matplotlib is not installed (pip install matplotlib" in r.stdout
+    assert not (tmp_path / "t-curves.png").exists()
+
+
+# ---- one database, several tuners; bad databases ---------------------------------------------
+def test_two_tuners_on_one_database_measure_disjoint_configs(tmp_path):
+    model = tiny_onnx(tmp_path / "tiny.onnx")
+    db = tmp_path / "shared.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORFORGE_")}
+    cmd = [sys.executable, "-m", "tensorforge", "tune", str(model), "--target", TARGET,
+           "--trials", "10", "--db", str(db), "--tuner", "random", "--batch-size", "2",
+           "--progress", "plain", "--no-plot"]  # the same seed: the same proposals
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert "10 new trials" in out and "measured twice" not in out, out
+    with sqlite3.connect(db) as c:
+        rows = c.execute("SELECT task_key, config_index, run_id FROM records").fetchall()
+        claims = c.execute("SELECT COUNT(*) FROM claims").fetchone()[0]
+    assert len(rows) == 20 == len({(k, i) for k, i, _ in rows})  # nothing measured twice
+    per_run = sorted(sum(1 for *_, r in rows if r == run) for run in {r for *_, r in rows})
+    assert per_run == [10, 10]  # each run measured what it reported
+    assert claims == 0
+
+
+def test_bad_databases_are_refused_up_front(tforge, tmp_path):
+    model = tiny_onnx(tmp_path / "tiny.onnx")
+    r = _tune(tforge, model, "", "--trials", "2")
+    assert r.returncode == 1 and "tuning database path is empty" in _flat(r.stderr)
+    assert "tasks" not in r.stdout  # before the model was even read
+    r = _tune(tforge, model, tmp_path / "missing" / "t.db", "--trials", "2")
+    assert r.returncode == 1 and "folder" in _flat(r.stderr) and "does not exist" in _flat(r.stderr)
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"not sqlite\n" * 50)
+    r = _tune(tforge, model, bad, "--trials", "2")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "bad.db" in _flat(r.stderr) and "not a usable tuning database" in _flat(r.stderr)
+    r = tforge("compile", str(model), "-o", str(tmp_path / "m.tfpkg"), "--tuning-db", str(bad))
+    assert r.returncode == 1 and "move it away" in _flat(r.stderr)
+    assert "internal" not in r.stderr
+
+
+def test_compile_opens_the_tuning_database_read_only(tforge, tmp_path):
+    model = tiny_onnx(tmp_path / "tiny.onnx")
+    folder = tmp_path / "records"
+    folder.mkdir()
+    db = folder / "t.db"
+    r = _tune(tforge, model, db, "--trials", "6", "--tuner", "random", "--no-plot")
+    assert r.returncode == 0, r.stderr
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    db.chmod(0o444)
+    folder.chmod(0o555)
+    try:
+        r = tforge("compile", str(model), "--target", TARGET, "-o", str(tmp_path / "m.tfpkg"),
+                   "--tuning-db", str(db))
+        after = {p.name: p.read_bytes() for p in folder.iterdir()}
+    finally:
+        folder.chmod(0o755)
+        db.chmod(0o644)
+    assert r.returncode == 0, r.stderr
+    assert "tuning records of" in r.stdout and "readonly" not in r.stderr
+    assert after[db.name] == before[db.name]

@@ -107,12 +107,27 @@ def test_compile_reports_tasks_without_records(llvm_target, tmp_path):
     tasks = extract_tasks(g, TARGET)
     with Database(tmp_path / "t.db") as db:
         _records_for(tasks, db, skip={tasks[2].key})
-    with pytest.warns(UserWarning, match="1 of 3 tunable kernels have no record") as rec:
+    with pytest.warns(UserWarning, match="1 of 3 tunable kernels has no record") as rec:
         model = tensorforge.compile(g, TARGET, tuning_db=str(tmp_path / "t.db"))
     assert tasks[2].name in str(rec[0].message)
+    assert "tuned for" not in str(rec[0].message)  # the records are for this target
     assert model.desc["tuning"]["missing"] == [tasks[2].name]
     with pytest.raises(tensorforge.TensorforgeError, match="does not exist"):
         tensorforge.compile(g, TARGET, tuning_db=tmp_path / "nope.db")
+
+
+def test_records_tuned_for_another_target_name_both(llvm_target, tmp_path):
+    g = branchy_cnn()
+    with Database(tmp_path / "t.db") as db:
+        _records_for(extract_tasks(g, TARGET), db)
+    other = "llvm -num-threads=2"
+    with pytest.warns(UserWarning) as rec:
+        model = tensorforge.compile(g, other, tuning_db=tmp_path / "t.db")
+    msg = str(rec[0].message)
+    assert "3 of 3 tunable kernels have no record" in msg
+    assert f"for target {other!r}" in msg and f"records tuned for {TARGET!r}" in msg
+    assert f"compile with --target {TARGET!r}" in msg
+    assert model.desc["tuning"]["tuned_for_other_targets"] == [TARGET]
 
 
 def test_a_group_task_is_measured_in_a_worker(llvm_target, tmp_path):
@@ -177,7 +192,7 @@ def test_scheduler_warms_up_round_robin_then_follows_the_gain(llvm_target):
     assert order[:3] == [t.key for t in tasks]  # warm-up: one round each, in order
     rounds = [st.rounds for st in s.states]
     assert rounds[0] >= 15 and rounds[1] + rounds[2] <= 5, rounds
-    assert s.stopped == "trials" and s.total() == 80
+    assert s.stopped == "trials" and s.new_trials == 80
     assert s.states[0].best_cost < s.states[0].default_cost
 
 
@@ -211,9 +226,11 @@ def test_scheduler_time_budget_and_resume(llvm_target, tmp_path):
         first = _sched(tasks, db, n_trials=20)
         first.tune()
         assert first.total() == 20
-        again = _sched(tasks, db, n_trials=36)  # records of the first run count
+        # n_trials counts new trials; the first run's records are used and reported apart
+        again = _sched(tasks, db, n_trials=16)
         assert [st.n_measured for st in again.states] == [st.n_measured for st in first.states]
+        assert again.earlier == 20
         assert all(st.rounds > 0 for st in again.states)  # no second warm-up
         again.tune()
-        assert again.total() == 36 and again.new_trials == 16
+        assert again.total() == 36 and again.new_trials == 16 and again.stopped == "trials"
         assert len(db.records()) == 36

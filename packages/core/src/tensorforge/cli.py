@@ -435,8 +435,9 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", help="model file (its suffix picks the frontend)")
     p.add_argument("--target", default="llvm", help="target string or tag (default: llvm)")
     p.add_argument("--trials", type=int, default=None,
-                   help="total trials over all tasks, records of earlier runs included "
-                   "(default: until the time budget or every space is measured)")
+                   help="new trials over all tasks; records of earlier runs are used, not "
+                   "repeated, and reported apart (default: until the time budget or every "
+                   "space is measured)")
     p.add_argument("--db", default="tuning.db", help="records database (default tuning.db)")
     p.add_argument("--tuner", default="xgb", help="xgb, ga, random, grid, ridge or a "
                    "plugin's tuner (default xgb)")
@@ -457,6 +458,8 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
 
 
 def run_tune(args: argparse.Namespace) -> int:
+    import math
+
     from tensorforge.autotune.report import summary_lines
     from tensorforge.autotune.tune_model import parse_duration, tune_model
 
@@ -477,9 +480,18 @@ def run_tune(args: argparse.Namespace) -> int:
                      log=lambda line: print(line, flush=True))
     print("\n".join(summary_lines(res.states)))
     errs = ", ".join(f"{k} {n}" for k, n in sorted(res.errors.items()))
-    print(f"stopped ({res.stopped}) after {res.elapsed:.0f} s, {res.new_trials} new trials"
-          f"{f' ({errs})' if errs else ''}; estimated latency of the tuned kernels "
-          f"{res.latency_default * 1e3:.3f} ms -> {res.latency_tuned * 1e3:.3f} ms")
+    extra = [errs] if errs else []
+    if res.duplicates:
+        extra.append(f"{res.duplicates} measured twice, kept once")
+    detail = f" ({'; '.join(extra)})" if extra else ""
+    earlier = f", {plural(res.earlier, 'earlier record')} used" if res.earlier else ""
+    measured = sum(math.isfinite(st.default_cost) for st in res.states)
+    part = (f" ({measured} of {plural(len(res.states), 'task')} measured)"
+            if measured < len(res.states) else "")
+    print(f"stopped ({res.stopped}) after {res.elapsed:.0f} s: "
+          f"{plural(res.new_trials, 'new trial')}{detail}{earlier}; estimated latency of the "
+          f"tuned kernels{part} {res.latency_default * 1e3:.3f} ms -> "
+          f"{res.latency_tuned * 1e3:.3f} ms")
     if res.plot:
         print(f"tuning curves: {res.plot}")
     return 0

@@ -8,6 +8,15 @@
   newer one is refused.
 * ``export_jsonl`` / ``import_jsonl`` share records as JSON lines (one record per line, with
   its task), importing skips records already present.
+* Claims: a tuner claims the configs it is about to measure (``claim``: in one transaction,
+  configs neither recorded nor claimed by a live owner); the record's commit releases the
+  claim. A claim carries its owner (host, pid, run) and a lease that the owner renews with
+  every record; a claim whose lease ran out, or whose owner process on this host is gone
+  (SIGKILL), is free again. Two tuners on one file so measure disjoint configs.
+* ``Database(path, readonly=True)`` (what ``compile(tuning_db=...)`` uses) opens the file with
+  SQLite's ``mode=ro`` and writes nothing, so a read-only file or folder works. An empty path,
+  a path that cannot be written (writable mode) and a file that is not a tuning database are a
+  :class:`TuningDatabaseError` naming the file and what to do.
 """
 
 from __future__ import annotations
@@ -15,14 +24,18 @@ from __future__ import annotations
 import json
 import math
 import os
+import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+import urllib.parse
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["SCHEMA_VERSION", "Database", "Record"]
+from ..errors import TensorforgeError
+
+__all__ = ["SCHEMA_VERSION", "ClaimOwner", "Database", "Record", "TuningDatabaseError"]
 
 SCHEMA_VERSION = 1
 
@@ -39,7 +52,47 @@ CREATE TABLE IF NOT EXISTS records (
     tuner TEXT, run_id TEXT,
     UNIQUE (task_key, target, config_index));
 CREATE INDEX IF NOT EXISTS records_by_task ON records (task_key, target, cost);
+CREATE TABLE IF NOT EXISTS claims (
+    task_key TEXT NOT NULL, target TEXT NOT NULL, config_index INTEGER NOT NULL,
+    owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL, expires REAL NOT NULL,
+    PRIMARY KEY (task_key, target, config_index));
 """
+
+#: seconds a claim holds without a renewal (every committed record renews the owner's claims)
+DEFAULT_LEASE = 300.0
+
+
+class TuningDatabaseError(TensorforgeError):
+    """The tuning database cannot be used: no path, not writable, not a tuning database, or
+    written by a newer tensorforge."""
+
+
+@dataclass(frozen=True)
+class ClaimOwner:
+    """Who measures a claimed config: this host and process, and the tuning run."""
+
+    run_id: str
+    host: str = field(default_factory=socket.gethostname)
+    pid: int = field(default_factory=os.getpid)
+
+    @property
+    def name(self) -> str:
+        return f"{self.host}:{self.pid}:{self.run_id}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{exc}" if isinstance(exc, sqlite3.Error) else f"{type(exc).__name__}: {exc}"
+
 
 
 @dataclass
@@ -71,23 +124,94 @@ class Record:
 
 
 class Database:
-    """Tuning records in an SQLite file (``":memory:"`` works for tests)."""
+    """Tuning records in an SQLite file (``":memory:"`` works for tests). ``readonly``
+    opens an existing file without writing to it (compile's use)."""
 
-    def __init__(self, path: str | os.PathLike[str] = "tuning.db", timeout: float = 60.0):
+    def __init__(self, path: str | os.PathLike[str] = "tuning.db", timeout: float = 60.0,
+                 readonly: bool = False):
         self.path = os.fspath(path)
         self.timeout = timeout
+        self.readonly = readonly
+        self._immutable = False
         self._local = threading.local()
-        self._migrate()
+        if not self.path.strip():
+            raise TuningDatabaseError("the tuning database path is empty: name a file, e.g. "
+                                      "--db tuning.db")
+        if readonly:
+            self._check_readable()
+        else:
+            self._check_writable()
+        try:
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise self._unusable(exc) from None
+
+    # opening -------------------------------------------------------------------------------
+    def _check_writable(self) -> None:
+        """Refuse up front a path SQLite could not write (before any tuning work)."""
+        if self.path == ":memory:":
+            return
+        folder = os.path.dirname(os.path.abspath(self.path))
+        if os.path.isdir(self.path):
+            raise TuningDatabaseError(f"tuning database {self.path!r} is a folder: name a file "
+                                      f"in it, e.g. {os.path.join(self.path, 'tuning.db')!r}")
+        if not os.path.isdir(folder):
+            raise TuningDatabaseError(f"cannot write the tuning database {self.path!r}: folder "
+                                      f"{folder!r} does not exist; create it or pick another path")
+        if not os.access(folder, os.W_OK | os.X_OK) or (
+                os.path.exists(self.path) and not os.access(self.path, os.R_OK | os.W_OK)):
+            raise TuningDatabaseError(f"cannot write the tuning database {self.path!r} (no write "
+                                      "permission; SQLite also writes -wal and -shm files next "
+                                      "to it): pick a writable path")
+
+    def _check_readable(self) -> None:
+        if self.path == ":memory:":
+            raise TuningDatabaseError("a read-only ':memory:' database has no records")
+        if not os.path.isfile(self.path):
+            raise TuningDatabaseError(f"tuning database {self.path!r} does not exist (tforge "
+                                      "tune writes one)")
+        if not os.access(self.path, os.R_OK):
+            raise TuningDatabaseError(f"cannot read the tuning database {self.path!r}: no read "
+                                      "permission")
+        # SQLite reads a WAL database through a -shm file next to it; where none can be made
+        # (a read-only folder), read the file as immutable (nobody can be writing it there)
+        folder = os.path.dirname(os.path.abspath(self.path))
+        self._immutable = not os.access(folder, os.W_OK) and not os.path.exists(
+            self.path + "-shm")
+
+    def _unusable(self, exc: BaseException) -> TuningDatabaseError:
+        text = str(exc)
+        if "not a database" in text or "malformed" in text or "encrypted" in text:
+            return TuningDatabaseError(
+                f"{self.path!r} is not a usable tuning database (SQLite: {text}): the file is "
+                "corrupt or of another kind; move it away and tune again, or name another "
+                "database")
+        if isinstance(exc, sqlite3.OperationalError) and not self.readonly:
+            return TuningDatabaseError(f"cannot write the tuning database {self.path!r} "
+                                       f"(SQLite: {text}): pick a writable path")
+        return TuningDatabaseError(f"cannot open the tuning database {self.path!r}: "
+                                   f"{_reason(exc)}")
+
+    def _connect(self) -> sqlite3.Connection:
+        if not self.readonly:
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            return conn
+        # mode=ro writes nothing; a WAL file in a read-only folder cannot even be read that
+        # way (SQLite needs its -shm), so fall back to immutable=1 (no locking, no -shm)
+        mode = "immutable=1" if self._immutable else "mode=ro"
+        uri = f"file:{urllib.parse.quote(os.path.abspath(self.path))}?{mode}"
+        return sqlite3.connect(uri, uri=True, timeout=self.timeout, isolation_level=None)
 
     # connection ----------------------------------------------------------------------------
     @property
     def conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None or getattr(self._local, "pid", None) != os.getpid():
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
-            if self.path != ":memory:":
-                conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            conn = self._connect()
             self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 
@@ -104,6 +228,9 @@ class Database:
         self.close()
 
     def _migrate(self) -> None:
+        if self.readonly:
+            self._check_version_readonly()
+            return
         c = self.conn
         c.executescript(_SCHEMA)  # idempotent statements
         c.execute("BEGIN IMMEDIATE")
@@ -112,13 +239,35 @@ class Database:
             if row is None:
                 c.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             elif int(row[0]) > SCHEMA_VERSION:
-                raise RuntimeError(f"{self.path}: tuning database schema {row[0]} is newer than "
-                                   f"this tensorforge's ({SCHEMA_VERSION}); upgrade tensorforge")
+                raise self._newer(row[0])
             # (migrations from older versions go here, one step per version)
             c.execute("COMMIT")
         except BaseException:
             c.execute("ROLLBACK")
             raise
+
+    def _newer(self, version: Any) -> TuningDatabaseError:
+        return TuningDatabaseError(f"{self.path}: tuning database schema {version} is newer "
+                                   f"than this tensorforge's ({SCHEMA_VERSION}); upgrade "
+                                   "tensorforge")
+
+    def _check_version_readonly(self) -> None:
+        try:
+            tables = {r[0] for r in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.OperationalError:
+            if self._immutable:
+                raise
+            self.close()  # a WAL file in a read-only folder: read it as immutable
+            self._immutable = True
+            tables = {r[0] for r in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {"meta", "records", "tasks"} <= tables:
+            raise TuningDatabaseError(f"{self.path!r} holds no tuning records (not written by "
+                                      "tforge tune): name the database tforge tune wrote")
+        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is not None and int(row[0]) > SCHEMA_VERSION:
+            raise self._newer(row[0])
 
     @property
     def schema_version(self) -> int:
@@ -134,16 +283,85 @@ class Database:
             (task.key, d["template"], json.dumps(d["args"]), d["target"], d["module"],
              len(task.config_space), task.flop))
 
-    def add(self, rec: Record) -> bool:
-        """Commit one record; False if that config of that task was already recorded."""
-        cur = self.conn.execute(
-            "INSERT OR IGNORE INTO records (task_key, target, config_index, config, costs, cost,"
-            " error_class, error_msg, all_cost, timestamp, tuner, run_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (rec.task_key, rec.target, rec.config_index, json.dumps(rec.config),
-             json.dumps(rec.costs), rec.cost if rec.ok else None, rec.error_class,
-             rec.error_msg[:2000], rec.all_cost, rec.timestamp, rec.tuner, rec.run_id))
+    def add(self, rec: Record, owner: ClaimOwner | None = None,
+            lease: float = DEFAULT_LEASE) -> bool:
+        """Commit one record; False if that config of that task was already recorded. With
+        ``owner``, the same transaction drops the owner's claim on the config and renews the
+        lease of its other claims."""
+        c = self.conn
+        if owner is not None:
+            c.execute("BEGIN IMMEDIATE")
+        try:
+            cur = c.execute(
+                "INSERT OR IGNORE INTO records (task_key, target, config_index, config, costs, "
+                "cost, error_class, error_msg, all_cost, timestamp, tuner, run_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (rec.task_key, rec.target, rec.config_index, json.dumps(rec.config),
+                 json.dumps(rec.costs), rec.cost if rec.ok else None, rec.error_class,
+                 rec.error_msg[:2000], rec.all_cost, rec.timestamp, rec.tuner, rec.run_id))
+            if owner is not None:
+                c.execute("DELETE FROM claims WHERE task_key = ? AND target = ? AND "
+                          "config_index = ? AND owner = ?",
+                          (rec.task_key, rec.target, rec.config_index, owner.name))
+                c.execute("UPDATE claims SET expires = ? WHERE owner = ?",
+                          (time.time() + lease, owner.name))
+                c.execute("COMMIT")
+        except BaseException:
+            if owner is not None:
+                c.execute("ROLLBACK")
+            raise
         return cur.rowcount == 1
+
+    # claims --------------------------------------------------------------------------------
+    def claim(self, task_key: str, target: str, indices: Sequence[int], owner: ClaimOwner,
+              lease: float = DEFAULT_LEASE) -> list[int]:
+        """Claim the configs of ``indices`` that are neither recorded nor claimed by another
+        live owner; returns those claimed, in order. One transaction: two tuners never get
+        the same config."""
+        target, now = str(target), time.time()
+        c = self.conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            marks = ",".join("?" * len(indices))
+            done = {r[0] for r in c.execute(
+                f"SELECT config_index FROM records WHERE task_key = ? AND target = ? AND "
+                f"config_index IN ({marks})", (task_key, target, *indices))}
+            held = {r[0]: r[1:] for r in c.execute(
+                f"SELECT config_index, owner, host, pid, expires FROM claims WHERE "
+                f"task_key = ? AND target = ? AND config_index IN ({marks})",
+                (task_key, target, *indices))}
+            got = []
+            for i in dict.fromkeys(indices):
+                if i in done:
+                    continue
+                if i in held:
+                    who, host, pid, expires = held[i]
+                    gone = host == owner.host and not _alive(pid)
+                    if who != owner.name and expires > now and not gone:
+                        continue
+                c.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
+                          (task_key, target, i, owner.name, owner.host, owner.pid, now + lease))
+                got.append(i)
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        return got
+
+    def release(self, owner: ClaimOwner, task_key: str | None = None) -> None:
+        """Drop ``owner``'s remaining claims (of one task, or all): a batch that ended early."""
+        if task_key is None:
+            self.conn.execute("DELETE FROM claims WHERE owner = ?", (owner.name,))
+        else:
+            self.conn.execute("DELETE FROM claims WHERE owner = ? AND task_key = ?",
+                              (owner.name, task_key))
+
+    def claims(self, task_key: str | None = None) -> list[tuple[str, int, str, float]]:
+        """``(task_key, config_index, owner, expires)`` of the current claims."""
+        sql, params = "SELECT task_key, config_index, owner, expires FROM claims", ()
+        if task_key is not None:
+            sql, params = sql + " WHERE task_key = ?", (task_key,)
+        return [tuple(r) for r in self.conn.execute(sql, params)]
 
     # reading -------------------------------------------------------------------------------
     @staticmethod

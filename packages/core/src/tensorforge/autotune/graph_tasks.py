@@ -16,6 +16,7 @@ that had none.
 from __future__ import annotations
 
 import inspect
+import json
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +26,7 @@ import numpy as np
 from ..graph.groups import FusedGroup
 from ..graph.ir import Node, Value
 from ..graph.registry import OpPattern
+from ..text import plural
 from .task import Task
 from .template import template
 
@@ -190,15 +192,12 @@ class TuningContext:
 
         self.target = target
         self.path = db.path if isinstance(db, Database) else os.fspath(db)
-        if not isinstance(db, Database) and not os.path.exists(self.path):
-            from ..errors import TensorforgeError
-
-            raise TensorforgeError(f"tuning database {self.path!r} does not exist (tforge tune "
-                                   "writes one)")
-        self.db = db if isinstance(db, Database) else Database(self.path)
+        # read-only: compiling never writes the records (a read-only file or folder works)
+        self.db = db if isinstance(db, Database) else Database(self.path, readonly=True)
         self._own = not isinstance(db, Database)
         self.applied: dict[str, str] = {}
         self.missing: dict[str, str] = {}
+        self._missing_tasks: list[Task] = []
 
     def config(self, group: FusedGroup, strategy: Any) -> Any:
         from .database import Record
@@ -209,6 +208,7 @@ class TuningContext:
         best = self.db.best(task.key, task.target_str)
         if not isinstance(best, Record):
             self.missing[task.key] = task.name
+            self._missing_tasks.append(task)
             return None
         try:
             cfg = task.config_space.from_json(best.config)
@@ -219,7 +219,40 @@ class TuningContext:
 
     def summary(self) -> dict[str, Any]:
         return {"db": self.path, "applied": sorted(self.applied.values()),
-                "missing": sorted(self.missing.values())}
+                "missing": sorted(self.missing.values()),
+                "tuned_for_other_targets": self.other_targets()}
+
+    def other_targets(self) -> list[str]:
+        """Targets other than this one that the database has records for: those whose tasks
+        have the same workload as a task without records here, else any."""
+        if not self.missing:
+            return []
+        here = str(self.target)
+        tasks = self.db.tasks()
+        with_records = {t for (t,) in self.db.conn.execute("SELECT DISTINCT target FROM records")}
+        same = set()
+        for task in self._missing_tasks:
+            args = json.loads(json.dumps(task.args))
+            same |= {t["target"] for t in tasks if t["template"] == task.template_name
+                     and t["args"] == args and t["target"] != here}
+        found = same & with_records or with_records - {here}
+        return sorted(found)
+
+    def missing_message(self) -> str:
+        """The warning for kernels without records: how many, which, and the targets the
+        records were tuned for when they differ from this one."""
+        n, total = len(self.missing), len(self.missing) + len(self.applied)
+        verb = "has" if n == 1 else "have"
+        msg = (f"{n} of {plural(total, 'tunable kernel')} {verb} no record in {self.path} for "
+               f"target {str(self.target)!r} (default schedules): "
+               f"{'; '.join(sorted(self.missing.values()))}")
+        other = self.other_targets()
+        if other:
+            names = ", ".join(repr(t) for t in other)
+            msg += (f". The database holds records tuned for {names}, not for "
+                    f"{str(self.target)!r}: compile with --target {other[0]!r} or tune for "
+                    "this target")
+        return msg
 
     def close(self) -> None:
         if self._own:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..text import plural
 from .database import Database
 from .scheduler import SchedulerProgress
 from .task import Task
@@ -23,10 +24,19 @@ def _clock(seconds: float | None) -> str:
     return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m:02d}:{s:02d}"
 
 
+def _num(value: float | None, fmt: str = ".1f") -> str:
+    """A figure, or a dash while there is none (an unmeasured task)."""
+    return "-" if value is None or not math.isfinite(value) else format(value, fmt)
+
+
 def _footer(p: SchedulerProgress) -> str:
     cap = f"/{p.n_trials}" if p.n_trials is not None else ""
-    return (f"{p.n_measured}{cap} trials ({p.new_trials} this run), est. latency "
-            f"{p.latency * 1e3:.3f} ms, elapsed {_clock(p.elapsed)}, ETA {_clock(p.eta)}")
+    earlier = f" ({p.earlier} earlier)" if p.earlier else ""
+    lat = p.latency
+    est = (f"{lat * 1e3:.3f} ms" if lat is not None else
+           f"- ({p.measured_tasks}/{plural(len(p.states), 'task')} measured)")
+    return (f"{p.new_trials}{cap} new trials{earlier}, est. latency {est}, "
+            f"elapsed {_clock(p.elapsed)}, ETA {_clock(p.eta)}")
 
 
 class PlainDisplay:
@@ -41,7 +51,7 @@ class PlainDisplay:
             return
         st = p.states[p.current]
         print(f"[{p.current + 1}/{len(p.states)}] {st.task.name}: {st.n_measured}/{st.space} "
-              f"trials, best {st.best_gflops:.1f} GFLOP/s | {_footer(p)}",
+              f"trials, best {_num(st.best_gflops)} GFLOP/s | {_footer(p)}",
               file=self.stream, flush=True)
 
     def close(self) -> None:
@@ -69,7 +79,7 @@ class RichDisplay:
                      if math.isfinite(st.default_cost) and math.isfinite(st.best_cost) else "")
             mark = "<" if i == p.current else st.done
             t.add_row(str(i + 1), st.task.name, f"{st.task.weight:g}",
-                      f"{st.n_measured}/{st.space}", f"{st.best_gflops:.1f}", speed, mark)
+                      f"{st.n_measured}/{st.space}", _num(st.best_gflops), speed, mark)
         return t
 
     def __call__(self, p: SchedulerProgress) -> None:
@@ -101,7 +111,7 @@ def summary_lines(states: Sequence[Any]) -> list[str]:
         note = f" {st.done}" if st.done and st.done != "exhausted" else ""
         lines.append(f"{st.task.name[:60]:<60} {st.task.weight:>3g} "
                      f"{st.n_measured:>4}/{st.space:<4} {d:>10} {b:>10} "
-                     f"{st.best_gflops:>8.1f}{note}")
+                     f"{_num(st.best_gflops):>8}{note}")
     return lines
 
 

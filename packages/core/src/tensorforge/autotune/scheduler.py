@@ -14,9 +14,11 @@ the task with the largest expected gain per round::
 (``r`` the task's rounds; "similar" tasks share the strategy, e.g. all direct NCHWc convs:
 a task far below what its siblings reach is worth more trials), with an ``eps_greedy`` share
 of random picks. Tasks whose space is exhausted, or that found nothing better in
-``early_stopping`` trials, drop out. The run stops at ``n_trials`` records (earlier runs'
-records count, so a killed run resumes), at ``time_budget`` seconds, or when no task is left.
-Every record is committed to the database as it completes.
+``early_stopping`` trials, drop out. The run stops after ``n_trials`` new trials (records
+of earlier runs are kept, used and reported apart, so a killed run resumes without repeating
+a measurement), at ``time_budget`` seconds, or when no task is left. Every record is
+committed to the database as it completes; runs sharing a database claim configs before
+measuring them (see ``tune.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import math
 import random
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,8 +61,9 @@ class TaskState:
         return len(self.task.config_space)
 
     @property
-    def best_gflops(self) -> float:
-        return self.task.flop / self.best_cost / 1e9 if self.best_cost < math.inf else 0.0
+    def best_gflops(self) -> float | None:
+        """GFLOP/s of the best record; None while the task has no successful measurement."""
+        return self.task.flop / self.best_cost / 1e9 if self.best_cost < math.inf else None
 
 
 @dataclass
@@ -69,17 +73,27 @@ class SchedulerProgress:
     states: list[TaskState]
     current: int  # the task of this round
     batch: list[tuple[int, MeasureResult]]
-    n_measured: int  # records of all tasks, earlier runs included
-    n_trials: int | None
+    n_measured: int  # records of all tasks: this run's, earlier runs' and concurrent runs'
+    n_trials: int | None  # new trials this run makes at most
     elapsed: float
     time_budget: float | None
     finished: bool = False
     new_trials: int = 0  # records added by this run
+    earlier: int = 0  # records of the tasks in the database when this run started
 
     @property
-    def latency(self) -> float:
-        """Estimated latency of the tuned kernels: sum of weight x best cost (seconds)."""
-        return sum(s.task.weight * s.best_cost for s in self.states if s.best_cost < math.inf)
+    def latency(self) -> float | None:
+        """Estimated latency of the tuned kernels, sum of weight x best cost (seconds); None
+        until every task (but those whose default config fails) has a measurement, so the
+        figure starts from measured values and only falls."""
+        live = [s for s in self.states if s.done != "failed"]
+        if not live or any(not math.isfinite(s.best_cost) for s in live):
+            return None
+        return sum(s.task.weight * s.best_cost for s in live)
+
+    @property
+    def measured_tasks(self) -> int:
+        return sum(math.isfinite(s.best_cost) for s in self.states)
 
     @property
     def eta(self) -> float | None:
@@ -87,9 +101,9 @@ class SchedulerProgress:
         left = []
         if self.time_budget is not None:
             left.append(max(0.0, self.time_budget - self.elapsed))
-        if self.n_trials is not None and self.n_measured and self.elapsed > 0:
-            rate = self.elapsed / max(1, self.new_trials)
-            left.append(max(0, self.n_trials - self.n_measured) * rate)
+        if self.n_trials is not None and self.new_trials and self.elapsed > 0:
+            rate = self.elapsed / self.new_trials
+            left.append(max(0, self.n_trials - self.new_trials) * rate)
         return min(left) if left else None
 
 
@@ -111,9 +125,12 @@ class TaskScheduler:
         self.eps, self.rng = eps_greedy, random.Random(seed)
         self.seed, self.callbacks = seed, list(callbacks)
         self.check, self.transfer, self.tuner_options = check_correctness, transfer, tuner_options
+        self.run_id = uuid.uuid4().hex[:12]  # one claim owner and run id for all its tasks
         self.states = [self._resume(t) for t in tasks]
+        self.earlier = sum(st.n_measured for st in self.states)
         self.elapsed = 0.0
         self.new_trials = 0
+        self.duplicates = 0
         self.stopped = ""
 
     # state ---------------------------------------------------------------------------------
@@ -141,7 +158,8 @@ class TaskScheduler:
             tuner = self.tuner if isinstance(self.tuner, str) else self.tuner(st.task)
             st.session = TuningSession(st.task, self.db, self.measurer, tuner,
                                        seed=self.seed, transfer=False,
-                                       check_correctness=self.check, **self.tuner_options)
+                                       check_correctness=self.check, run_id=self.run_id,
+                                       **self.tuner_options)
         return st.session
 
     def _share(self, st: TaskState, max_rows: int = 512) -> None:
@@ -202,9 +220,10 @@ class TaskScheduler:
     def _round(self, i: int) -> list[tuple[int, MeasureResult]]:
         st = self.states[i]
         ses = self._session(st)
+        new_before, dup_before = ses.n_new, ses.duplicates
         n = self.batch_size
         if self.n_trials is not None:
-            n = min(n, self.n_trials - self.total())
+            n = min(n, self.n_trials - self.new_trials)
         done = ses.measure_default() if n > 0 else []
         if n - len(done) > 0 and not ses.exhausted:
             self._share(st)
@@ -217,7 +236,8 @@ class TaskScheduler:
         for idx, r in done:
             if idx == default and r.ok and r.costs:
                 st.default_cost = sorted(r.costs)[len(r.costs) // 2]
-        self.new_trials += len(done)
+        self.new_trials += ses.n_new - new_before  # what this run added, not what it tried
+        self.duplicates += ses.duplicates - dup_before
         if ses.exhausted or not done:
             st.done = "exhausted"
         elif self.early_stopping is not None and ses.since_best >= self.early_stopping:
@@ -236,7 +256,7 @@ class TaskScheduler:
             if self.time_budget is not None and self.elapsed >= self.time_budget:
                 self.stopped = "time_budget"
                 break
-            if self.n_trials is not None and self.total() >= self.n_trials:
+            if self.n_trials is not None and self.new_trials >= self.n_trials:
                 self.stopped = "trials"
                 break
             i = self.pick()
@@ -255,6 +275,7 @@ class TaskScheduler:
     def _notify(self, i: int, batch: list[tuple[int, MeasureResult]],
                 finished: bool = False) -> None:
         prog = SchedulerProgress(self.states, i, batch, self.total(), self.n_trials,
-                                 self.elapsed, self.time_budget, finished, self.new_trials)
+                                 self.elapsed, self.time_budget, finished, self.new_trials,
+                                 self.earlier)
         for cb in self.callbacks:
             cb(prog)

@@ -6,6 +6,11 @@ database as it completes, let the tuner learn, and repeat until ``n_trials`` con
 task are in the database (records of earlier runs count: a killed run resumes where it
 stopped), the space is exhausted, ``early_stopping`` trials brought no improvement, or
 ``time_budget`` seconds have passed.
+
+Several tuners may share one database: before measuring a batch a session takes in the
+records others committed since (its tuner learns from them) and claims the configs it will
+measure (``Database.claim``); configs another live run has claimed are left to it. So no two
+runs measure the same config, and each run's ``n_new`` is what it measured.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .database import Database, Record
+from .database import ClaimOwner, Database, Record
 from .features import features_of
 from .measure import Builder, Measurer, MeasureResult, Runner
 from .task import Task
@@ -118,6 +123,7 @@ class TuningSession:
         self.check = check_correctness
         self.tuner_name = tuner if isinstance(tuner, str) else tuner.name
         self.run_id = run_id or uuid.uuid4().hex[:12]
+        self.owner = ClaimOwner(self.run_id)
         database.add_task(task)
         history = database.records(task.key, task.target_str)
         self.tuner = create_tuner(tuner, task, seed=seed, **tuner_options) \
@@ -129,6 +135,8 @@ class TuningSession:
         self.measured = {r.config_index for r in history}
         self.errors: Counter[str] = Counter()
         self.n_new = 0
+        self.duplicates = 0  # measured but already recorded by another run (claims prevent it)
+        self.left_to_others: set[int] = set()  # configs another live run had claimed
         best = database.best(task.key, task.target_str)
         self.best_cost = best.cost if isinstance(best, Record) else float("inf")
         self.best_index = best.config_index if isinstance(best, Record) else None
@@ -136,9 +144,13 @@ class TuningSession:
         self.exhausted = len(self.measured) >= len(task.config_space)
 
     def commit(self, index: int, r: MeasureResult) -> None:
-        """Record one result (committed to the database at once) and track the best."""
-        if self.database.add(_record(self.task, index, r, self.tuner_name, self.run_id)):
+        """Record one result (committed to the database at once, releasing its claim) and
+        track the best."""
+        if self.database.add(_record(self.task, index, r, self.tuner_name, self.run_id),
+                             owner=self.owner):
             self.n_new += 1
+        else:
+            self.duplicates += 1
         self.measured.add(index)
         if r.error_class:
             self.errors[r.error_class] += 1
@@ -148,24 +160,62 @@ class TuningSession:
         else:
             self.since_best += 1
 
+    def sync(self) -> int:
+        """Take in the records other runs committed to the task since; returns how many."""
+        recs = [r for r in self.database.records(self.task.key, self.task.target_str)
+                if r.config_index not in self.measured]
+        if not recs:
+            return 0
+        self.tuner.update([r.config_index for r in recs], recs)
+        for r in recs:
+            self.measured.add(r.config_index)
+            self.left_to_others.discard(r.config_index)
+            if r.cost < self.best_cost:
+                self.best_cost, self.best_index = r.cost, r.config_index
+        self.exhausted = len(self.measured) >= len(self.task.config_space)
+        return len(recs)
+
+    def _claim(self, indices: list[int]) -> list[int]:
+        """The configs of ``indices`` this run may measure; the ones another live run
+        claimed are left to it (the tuner will not propose them again)."""
+        got = self.database.claim(self.task.key, self.task.target_str, indices, self.owner)
+        taken = set(indices) - set(got)
+        if taken:
+            self.left_to_others |= taken
+            self.tuner.visited |= taken
+        return got
+
     def measure_default(self) -> list[tuple[int, MeasureResult]]:
-        """Measure and record the default config unless it is recorded already."""
+        """Measure and record the default config unless it is recorded (or being measured by
+        another run) already."""
         if self.check:
             self.measurer.reference(self.task)
         default = self.task.config_space.default_index
-        if default in self.measured:
+        self.sync()
+        if default in self.measured or not self._claim([default]):
             return []
-        r = self.measurer.reference_result(self.task) if self.check else None
-        if r is None:
-            (r,) = self.measurer.measure(self.task, [default], check=False)
-        self.commit(default, r)
+        try:
+            r = self.measurer.reference_result(self.task) if self.check else None
+            if r is None:
+                (r,) = self.measurer.measure(self.task, [default], check=False)
+            self.commit(default, r)
+        finally:
+            self.database.release(self.owner, self.task.key)
         self.tuner.update([default], [r])
         return [(default, r)]
 
     def step(self, n: int) -> list[tuple[int, MeasureResult]]:
         """Measure up to ``n`` configs the tuner proposes; [] (and ``exhausted``) when it has
-        none left."""
-        batch = [i for i in self.tuner.next_batch(n) if i not in self.measured]
+        none left that no other run is measuring."""
+        self.sync()
+        batch: list[int] = []
+        for _ in range(4):  # proposals another run claimed meanwhile: ask again
+            proposed = [i for i in self.tuner.next_batch(n) if i not in self.measured]
+            if not proposed:
+                break
+            batch = self._claim(proposed)
+            if batch:
+                break
         if not batch:
             self.exhausted = True
             return []
@@ -175,7 +225,11 @@ class TuningSession:
             self.commit(batch[k], r)
             done.append((batch[k], r))
 
-        results = self.measurer.measure(self.task, batch, check=self.check, on_result=on_result)
+        try:
+            results = self.measurer.measure(self.task, batch, check=self.check,
+                                            on_result=on_result)
+        finally:  # claims of configs not recorded (an error, Ctrl-C) go back at once
+            self.database.release(self.owner, self.task.key)
         self.tuner.update(batch, results)
         self.exhausted = len(self.measured) >= len(self.task.config_space)
         return done

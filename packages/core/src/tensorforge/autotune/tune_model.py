@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..text import plural
 from .database import Database
 from .executor import Executor, LocalExecutor
 from .graph_tasks import GroupTask, extract_tasks
@@ -77,6 +78,8 @@ class TuneModelResult:
     new_trials: int
     plot: str | None = None
     errors: dict[str, int] = field(default_factory=dict)
+    earlier: int = 0  # records of the tasks in the database before this run
+    duplicates: int = 0  # measurements another run had recorded first (claims prevent them)
 
     @property
     def latency_default(self) -> float:
@@ -99,17 +102,25 @@ def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = 
                measurer: Measurer | None = None,
                callbacks: Sequence[Callable[[SchedulerProgress], None]] = (),
                log: Callable[[str], None] = print) -> TuneModelResult:
-    """Tune every task of ``model`` on ``target`` into ``db``; ``plot`` True writes the
-    curves next to the database (``<db>-curves.png``), a path writes them there."""
+    """Tune every task of ``model`` on ``target`` into ``db``: ``n_trials`` new trials at
+    most (records already in ``db`` are used, not repeated, and reported apart as
+    ``earlier``); ``plot`` True writes the curves next to the database
+    (``<db>-curves.png``), a path writes them there."""
     from ..target import Target
     from .report import make_display, plot_curves
 
     tgt = Target.coerce(target)
+    tgt.kind.load_build()  # a target that cannot compile here: say so before any work
     t0 = time.monotonic()
-    tasks = extract_tasks(model, tgt, input_shapes)
-    database = db if isinstance(db, Database) else Database(db)
-    log(f"{len(tasks)} tasks ({int(sum(t.weight for t in tasks))} kernels), "
-        f"{sum(len(t.config_space) for t in tasks)} configs in all, "
+    database = db if isinstance(db, Database) else Database(db)  # bad paths: refused first
+    try:
+        tasks = extract_tasks(model, tgt, input_shapes)
+    except BaseException:
+        if not isinstance(db, Database):
+            database.close()
+        raise
+    log(f"{plural(len(tasks), 'task')} ({plural(int(sum(t.weight for t in tasks)), 'kernel')}"
+        f"), {plural(sum(len(t.config_space) for t in tasks), 'config')} in all, "
         f"extracted in {time.monotonic() - t0:.1f} s; records go to {database.path}")
     own = measurer is None
     measurer = measurer or make_measurer(executor)
@@ -131,7 +142,8 @@ def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = 
             try:
                 plot_curves(database, tasks, path)
             except ImportError:
-                log("no tuning-curve plot: matplotlib is not installed")
+                log("no tuning-curve plot: matplotlib is not installed (pip install matplotlib;"
+                    " --no-plot skips the plot)")
                 path = None
         if not isinstance(db, Database):
             database.close()
@@ -140,4 +152,4 @@ def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = 
         for k, n in (st.session.errors if st.session else {}).items():
             errors[k] = errors.get(k, 0) + n
     return TuneModelResult(tasks, states, sched.stopped, sched.elapsed, sched.new_trials, path,
-                           errors)
+                           errors, sched.earlier, sched.duplicates)

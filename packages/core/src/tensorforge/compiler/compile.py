@@ -147,12 +147,10 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     p.times.update(lower_s=t1 - t0, build_s=t2 - t1)
     desc, params = describe(p, tgt, how, func_of)
     if tuning is not None:
-        tuning.close()
         desc["tuning"] = tuning.summary()
         if tuning.missing:
-            warnings.warn(f"{len(tuning.missing)} of {len(tuning.missing) + len(tuning.applied)}"
-                          f" tunable kernels have no record in {tuning.path} (default schedules):"
-                          f" {'; '.join(sorted(tuning.missing.values()))}", stacklevel=2)
+            warnings.warn(tuning.missing_message(), stacklevel=2)
+        tuning.close()
     return CompiledModel(module, desc, params)
 
 
