@@ -20,15 +20,21 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 class _Wrapper(textwrap.TextWrapper):
-    """Breaks at whitespace and after a comma inside a long word; never inside a word."""
-
-    _chunks = re.compile(r"(\s+|(?<=,)(?=[^\s,]))")
+    """Breaks at whitespace, and after the commas of a comma list too long for a third of a
+    line (``+avx,+avx2,...``); never inside a word or a flag."""
 
     def __init__(self, **kw: object) -> None:
-        super().__init__(break_long_words=False, break_on_hyphens=False, **kw)  # type: ignore[arg-type]
+        super().__init__(break_long_words=False, break_on_hyphens=False,  # type: ignore[misc]
+                         **kw)  # type: ignore[arg-type]
 
     def _split(self, text: str) -> list[str]:
-        return [c for c in self._chunks.split(text) if c]
+        chunks: list[str] = []
+        for chunk in re.split(r"(\s+)", text):
+            if len(chunk) > max(24, self.width // 3) and "," in chunk.strip(","):
+                chunks += re.split(r"(?<=,)(?=[^,])", chunk)
+            elif chunk:
+                chunks.append(chunk)
+        return chunks
 
 
 def wrap(text: str, width: int = 100, indent: str = "", subsequent: str | None = None) -> str:

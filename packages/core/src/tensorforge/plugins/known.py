@@ -54,11 +54,10 @@ def _checkout_path(root: Path, dist: str) -> str | None:
     folder = root / "packages" / dist.removeprefix("tensorforge-")
     if not (folder / "pyproject.toml").is_file():
         return None
-    try:
-        rel = os.path.relpath(folder)
-    except ValueError:  # another drive
-        return str(folder)
-    return rel if not rel.startswith("..") else str(folder)
+    cwd = Path.cwd().resolve()
+    if cwd == root or root in cwd.parents:
+        return os.path.relpath(folder, cwd)
+    return str(folder)
 
 
 def install_hint(dist_and_extra: tuple[str, str]) -> str:

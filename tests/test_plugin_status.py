@@ -1,0 +1,151 @@
+"""Honest plugin status and install hints: computed from what is importable (a target whose
+code generator does not exist yet reads "planned" and flips to "ready" when it lands), one-line
+errors for targets that cannot compile, hints for a source checkout or an index install, and
+disabled plugins named with the variable that disabled them."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+
+import pytest
+
+import tensorforge.plugins.known as known
+from tensorforge.errors import TargetError
+from tensorforge.plugins import hookimpl
+from tensorforge.plugins.status import missing_plugin_hint, plugin_readiness, target_status
+from tensorforge.target import Target, TargetKind
+
+
+def _kind(build: str, requires: tuple[str, ...] = ()) -> TargetKind:
+    return TargetKind("soon", "soon", build=build, requires=requires,
+                      distribution="soon-tensorforge")
+
+
+@pytest.fixture
+def fake_package(tmp_path, monkeypatch):
+    """An importable package `soon_backend` without a codegen module (yet)."""
+    pkg = tmp_path / "soon_backend"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield pkg
+    for name in [m for m in sys.modules if m.startswith("soon_backend")]:
+        del sys.modules[name]
+
+
+def test_status_flips_when_the_code_generator_lands(fake_package, plugins):
+    kind = _kind("soon_backend.codegen:build")
+
+    class Soon:
+        @hookimpl
+        def register_targets(self, register):
+            register(kind)
+
+    info = plugins.register(Soon(), "soon", distribution="soon-tensorforge")
+    registered = plugins.registry.targets["soon"]
+    st = target_status(registered)
+    assert st.state == "planned" and st.detail == "codegen not built yet (planned)"
+    assert plugin_readiness(info, plugins.registry) == "codegen not built yet (planned)"
+    with pytest.raises(TargetError) as err:
+        Target.parse("soon").kind.load_build()
+    assert str(err.value) == ("target 'soon' cannot compile: codegen not built yet (planned); "
+                              "ready: none")
+    (fake_package / "codegen.py").write_text("def build(funcs, target):\n    return None\n")
+    importlib.invalidate_caches()
+    assert target_status(registered).ready
+    assert plugin_readiness(info, plugins.registry) == "ready"
+    assert callable(registered.load_build())
+
+
+def test_missing_codegen_package_and_runtime(fake_package):
+    st = target_status(_kind("no_such_backend_pkg.codegen:build"))
+    assert st.state == "not installed" and "no module no_such_backend_pkg.codegen" in st.detail
+    (fake_package / "codegen.py").write_text("def build(funcs, target):\n    return None\n")
+    importlib.invalidate_caches()
+    st = target_status(_kind("soon_backend.codegen:build",
+                             requires=("json", "no_such_runtime_xyz=no-such-runtime")))
+    assert st.state == "runtime missing"
+    assert st.detail == "runtime missing: pip install no-such-runtime"
+    assert target_status(_kind("soon_backend.codegen:build", requires=("json",))).ready
+    with pytest.raises(ValueError, match="requires must be a tuple"):
+        _kind("soon_backend.codegen:build", requires="pyopencl")
+
+
+def test_status_does_not_import_the_code_generator(llvm_target):
+    before = set(sys.modules)
+    assert target_status(llvm_target.kind).ready
+    assert "llvmlite" not in {m.split(".")[0] for m in set(sys.modules) - before}
+
+
+@pytest.mark.entry_points
+def test_tforge_plugins_and_targets_show_the_status(tforge):
+    out = tforge("plugins").stdout
+    rows = {line.split()[0]: line for line in out.splitlines() if line and line[0] != " "}
+    assert rows["llvm"].endswith("ready") and rows["onnx"].endswith("ready")
+    for name in ("cuda", "opencl", "metal", "vdla"):  # no codegen module in the tree yet
+        assert rows[name].endswith("codegen not built yet (planned)"), rows[name]
+    doc = json.loads(tforge("plugins", "--json").stdout)
+    cuda = next(p for p in doc["plugins"] if p["name"] == "cuda")
+    assert cuda["status"] == "loaded" and cuda["targets"]["cuda"]["state"] == "planned"
+    targets = tforge("targets").stdout
+    assert "codegen not built yet (planned)" in next(
+        line for line in targets.splitlines() if line.startswith("  cuda "))
+    assert " ready " in next(line for line in targets.splitlines()
+                             if line.startswith("  llvm "))
+    kinds = {k["name"]: k for k in json.loads(tforge("targets", "--json").stdout)["targets"]}
+    assert kinds["llvm"]["status"] == "ready" and kinds["vdla"]["status"] == "planned"
+
+
+@pytest.mark.entry_points
+def test_compiling_for_a_planned_target_is_one_line(tforge, tmp_path):
+    proc = tforge("compile", str(tmp_path / "never-read.onnx"), "--target", "nvidia/h200",
+                  "-o", str(tmp_path / "x.tfpkg"))
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "tforge: error: target 'cuda' cannot compile: codegen not built yet (planned); ready: "
+        "llvm"]
+
+
+# ---- install hints -----------------------------------------------------------------------------
+def test_hint_in_a_source_checkout_is_an_editable_install(monkeypatch, repo_root):
+    assert known.source_checkout() == repo_root  # these tests run from the checkout
+    monkeypatch.chdir(repo_root)
+    hint = known.install_hint(("tensorforge-frontend-onnx", "onnx"))
+    assert hint.startswith("pip install -e packages/frontend-onnx")
+    monkeypatch.chdir(repo_root.parent)
+    hint = known.install_hint(("tensorforge-frontend-onnx", "onnx"))
+    assert f"pip install -e {repo_root / 'packages' / 'frontend-onnx'}" in hint
+
+
+def test_hint_from_an_index_install_is_the_extra(monkeypatch):
+    monkeypatch.setattr(known, "source_checkout", lambda: None)
+    assert known.install_hint(("tensorforge-frontend-onnx", "onnx")).startswith(
+        "pip install 'tensorforge[onnx]'")
+
+
+@pytest.mark.entry_points
+@pytest.mark.parametrize("env, words", [
+    ({"TENSORFORGE_PLUGINS": "llvm"},
+     ["disabled by TENSORFORGE_PLUGINS='llvm'", "add onnx to TENSORFORGE_PLUGINS"]),
+    ({"TENSORFORGE_DISABLE_PLUGINS": "onnx,cuda"},
+     ["disabled by TENSORFORGE_DISABLE_PLUGINS='onnx,cuda'", "remove onnx"]),
+])
+def test_a_disabled_frontend_is_reported_as_disabled(tforge, tmp_path, env, words):
+    model = tmp_path / "m.onnx"
+    model.write_bytes(b"")
+    proc = tforge("compile", str(model), "-o", str(tmp_path / "m.tfpkg"), env=env)
+    msg = " ".join(proc.stderr.split())
+    assert proc.returncode == 1 and all(w in msg for w in words), msg
+    assert "not installed" not in msg
+
+
+@pytest.mark.entry_points
+def test_hint_for_a_plugin_not_installed(installed_plugins, monkeypatch):
+    monkeypatch.setattr(known, "source_checkout", lambda: None)
+    assert missing_plugin_hint("tensorforge-nope", "nope") == (
+        "tensorforge-nope is not installed; pip install 'tensorforge[nope]'  (or: pip install "
+        "tensorforge-nope)")
+    assert missing_plugin_hint("tensorforge-target-llvm", "llvm") == \
+        "tensorforge-target-llvm is loaded"
