@@ -9,6 +9,8 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tensorforge.cli import COMMANDS, build_parser
 from tensorforge.progress import StageProgress
@@ -46,6 +48,30 @@ def test_help_never_splits_a_word_or_flag(monkeypatch, capsys, columns, command)
 
     # the same words at any width: a split word or flag ("--input-" / "shape") would differ
     assert sorted(words(columns)) == sorted(words(1000))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="ab-=,+.", min_size=1, max_size=30), min_size=1, max_size=25),
+       st.integers(20, 100))
+def test_wrap_keeps_every_word_and_the_width(words, width):
+    text = " ".join(words)
+    out = wrap(text, width, "  ", "    ")
+    # nothing is cut inside a word: each word comes back whole, or as pieces that end a line
+    # right after one of its commas (a long comma list)
+    lines = [line.split() for line in out.splitlines()]
+    pieces = [(tok, k == len(line) - 1) for line in lines for k, tok in enumerate(line)]
+    k = 0
+    for word in text.split():
+        got = ""
+        while got != word:
+            tok, ends_line = pieces[k]
+            k += 1
+            got += tok
+            assert word.startswith(got), (word, got)
+            assert got == word or (ends_line and tok.endswith(",")), (word, tok)
+    assert k == len(pieces)
+    for line in out.splitlines():
+        assert len(line) <= width or len(line.split()) == 1  # only a lone long word overflows
 
 
 def test_wrap_breaks_long_lists_after_commas_only():

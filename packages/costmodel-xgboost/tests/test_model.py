@@ -60,3 +60,29 @@ def test_xgb_tuner_beats_the_default(xgb_plugin, llvm_target) -> None:
                     sa_chains=8, sa_steps=20)
     assert res.best.cost <= 1.0e-3 + 1e-12  # found the optimum of the tiles
     assert res.best.cost < cost(task.config(task.config_space.default_index))
+
+
+def test_xgb_tuner_falls_back_to_ridge_once_without_xgboost(xgb_plugin, llvm_target,
+                                                           monkeypatch) -> None:
+    """The plugin is registered but the xgboost library is missing: the default tuner
+    still tunes, on core's ridge model, and says so once."""
+    import importlib.util
+
+    import tensorforge.autotune.tuner as tuner_mod
+    from tensorforge.autotune import CostModelUnavailable, RidgeCostModel, create_tuner
+    from tensorforge.autotune.tuner import CostModelFallbackWarning
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "xgboost" else real(name, *a))
+    monkeypatch.setattr(tuner_mod, "_fallbacks_said", set())
+    with pytest.raises(CostModelUnavailable, match="pip install xgboost"):
+        create_cost_model("xgboost")  # asked for by name: an error, not a fallback
+    task = Task("matmul_packed.llvm", (16, 32, 16), "llvm -num-threads=1")
+    with pytest.warns(CostModelFallbackWarning, match="built-in ridge") as said:
+        tuners = [create_tuner("xgb", task, seed=s) for s in range(3)]
+    assert len(said) == 1
+    assert all(isinstance(t.model, RidgeCostModel) for t in tuners)
+    res = tune_task(task, 12, tuner="xgb", db=Database(":memory:"), batch_size=4,
+                    measurer=SyntheticMeasurer(lambda cfg: 1e-3))
+    assert res.n_measured == 12

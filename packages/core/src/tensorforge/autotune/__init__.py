@@ -14,8 +14,8 @@ tasks, records applied by ``compile``), ``scheduler`` (one budget over a model's
     tune_model("resnet18.onnx", "llvm -num-threads=1", db="tuning.db", time_budget="10m")
 """
 
-from .cost_model import CostModel, RidgeCostModel, create_cost_model
-from .database import Database, Record
+from .cost_model import CostModel, CostModelUnavailable, RidgeCostModel, create_cost_model
+from .database import Database, Record, TuningDatabaseError
 from .executor import Executor, LocalExecutor, RayExecutor
 from .graph_tasks import GroupTask, extract_tasks
 from .measure import (
@@ -38,10 +38,12 @@ from .tuner import GATuner, GridTuner, ModelBasedTuner, RandomTuner, Tuner, crea
 
 __all__ = [
     "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "WRONG_RESULT",
-    "Builder", "ConfigEntity", "ConfigSpace", "CostModel", "Database", "Executor",
+    "Builder", "ConfigEntity", "ConfigSpace", "CostModel", "CostModelUnavailable", "Database",
+    "Executor",
     "FallbackConfig", "GATuner", "GridTuner", "GroupTask", "LocalExecutor", "MeasureResult",
     "Measurer", "ModelBasedTuner", "Progress", "RandomTuner", "RayExecutor", "Record",
-    "RidgeCostModel", "Runner", "Task", "TaskScheduler", "TuneResult", "Tuner", "TuningSession",
+    "RidgeCostModel", "Runner", "Task", "TaskScheduler", "TuneResult", "Tuner",
+    "TuningDatabaseError", "TuningSession",
     "apply_best", "create_cost_model", "create_tuner", "extract_tasks", "get_template",
     "list_templates", "progress_printer", "template", "tune_model", "tune_task",
 ]

@@ -48,8 +48,9 @@ class Progress:
     elapsed: float
 
     @property
-    def best_gflops(self) -> float:
-        return self.task.flop / self.best_cost / 1e9 if self.best_cost < float("inf") else 0.0
+    def best_gflops(self) -> float | None:
+        """None while the task has no successful measurement."""
+        return self.task.flop / self.best_cost / 1e9 if self.best_cost < float("inf") else None
 
 
 @dataclass
@@ -69,8 +70,9 @@ def progress_printer(every: int = 1) -> Callable[[Progress], None]:
     def cb(p: Progress) -> None:
         count[0] += 1
         if count[0] % every == 0:
-            print(f"[{p.task.name}] {p.n_measured}/{p.n_trials} best "
-                  f"{p.best_cost * 1e3:.3f} ms ({p.best_gflops:.1f} GFLOP/s) "
+            g = p.best_gflops
+            best = f"{p.best_cost * 1e3:.3f} ms ({g:.1f} GFLOP/s)" if g is not None else "-"
+            print(f"[{p.task.name}] {p.n_measured}/{p.n_trials} best {best} "
                   f"{p.elapsed:.0f} s", flush=True)
 
     return cb
