@@ -475,10 +475,13 @@ def run_tune(args: argparse.Namespace) -> int:
     res = tune_model(args.model, args.target, db=args.db, n_trials=args.trials,
                      tuner=args.tuner, time_budget=budget, early_stopping=args.early_stopping,
                      executor=args.executor, batch_size=args.batch_size,
-                     input_shapes=_shapes(args.input_shape), progress=args.progress,
+                     input_shapes=_shapes(args.input_shape),
+                     progress="none" if args.quiet else args.progress,
                      plot=False if args.no_plot else (args.plot or True), seed=args.seed,
-                     log=lambda line: print(line, flush=True))
-    print("\n".join(summary_lines(res.states)))
+                     log=(lambda line: None) if args.quiet else
+                     (lambda line: print(line, flush=True)))
+    if not args.quiet:
+        print("\n".join(summary_lines(res.states)))
     errs = ", ".join(f"{k} {n}" for k, n in sorted(res.errors.items()))
     extra = [errs] if errs else []
     if res.duplicates:
