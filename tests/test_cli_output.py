@@ -176,5 +176,6 @@ def test_run_without_an_input_suggests_fill_random(tforge, tmp_path):
     proc = tforge("run", pkg)
     assert proc.returncode == 1
     msg = _flat(proc.stderr)
-    assert "needs 1 input not given (x: float32[2, 8])" in msg and "--fill random" in msg
+    assert "missing input(s) 'x' (float32[2, 8]): pass --input x=FILE.npy, or --fill random" \
+        in msg
     assert tforge("run", pkg, "--fill", "random").returncode == 0

@@ -248,11 +248,9 @@ def run_run(args: argparse.Namespace) -> int:
                 inputs[spec["name"]] = x if args.fill == "random" else np.zeros_like(x)
     missing = [s for s in model.input_specs if s["name"] not in inputs]
     if missing:
-        need = ", ".join(f"{s['name']}: {s['dtype']}{list(s['shape'])}" for s in missing)
-        first = missing[0]["name"]
-        raise TensorforgeError(f"{args.package} needs {plural(len(missing), 'input')} not given "
-                               f"({need}): pass --input {first}=FILE.npy, or --fill random to "
-                               "make them up")
+        need = ", ".join(f"{s['name']!r} ({s['dtype']}{list(s['shape'])})" for s in missing)
+        raise TensorforgeError(f"missing input(s) {need}: pass --input "
+                               f"{missing[0]['name']}=FILE.npy, or --fill random to make them up")
     outputs = model.run(inputs)
     for spec, out in zip(model.output_specs, outputs):
         if args.output:
