@@ -247,7 +247,8 @@ def run_run(args: argparse.Namespace) -> int:
                 x = made[spec["name"]]
                 inputs[spec["name"]] = x if args.fill == "random" else np.zeros_like(x)
     missing = [s for s in model.input_specs if s["name"] not in inputs]
-    if missing:
+    names = {s["name"] for s in model.input_specs}
+    if missing and set(inputs) <= names:  # (a wrong name: the runtime lists the right ones)
         need = ", ".join(f"{s['name']!r} ({s['dtype']}{list(s['shape'])})" for s in missing)
         raise TensorforgeError(f"missing input(s) {need}: pass --input "
                                f"{missing[0]['name']}=FILE.npy, or --fill random to make them up")
