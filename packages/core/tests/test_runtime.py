@@ -12,6 +12,7 @@ import pytest
 
 from tensorforge.errors import TensorforgeError
 from tensorforge.runtime import LIBRARY_FORMAT, CFunction, Module, Param, load_module
+from tensorforge.runtime.module import kernel_table_bytes, kernel_table_c_source
 
 _C = """
 #include <stdint.h>
@@ -32,15 +33,15 @@ def lib(tmp_path_factory):
     if cc is None:
         pytest.skip("no C compiler")
     d = tmp_path_factory.mktemp("rt")
-    (d / "k.c").write_text(_C)
+    functions = [{"name": "axpy", "symbol": "axpy",
+                  "params": [{"name": p.name, "kind": p.kind, "dtype": p.dtype,
+                              "shape": list(p.shape), "writes": p.writes} for p in PARAMS],
+                  "asserts": ["n must be at most 1000"]}]
+    # the library carries its own kernel table, which load_module checks the sidecar against
+    (d / "k.c").write_text(_C + kernel_table_c_source(kernel_table_bytes(functions)))
     so = d / "libk.so"
     subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(so), str(d / "k.c")], check=True)
-    meta = {"format": LIBRARY_FORMAT, "version": 1, "entry_name": "axpy",
-            "functions": [{"name": "axpy", "symbol": "axpy",
-                           "params": [{"name": p.name, "kind": p.kind, "dtype": p.dtype,
-                                       "shape": list(p.shape), "writes": p.writes}
-                                      for p in PARAMS],
-                           "asserts": ["n must be at most 1000"]}]}
+    meta = {"format": LIBRARY_FORMAT, "version": 2, "entry_name": "axpy", "functions": functions}
     (d / "libk.so.json").write_text(json.dumps(meta))
     return so
 

@@ -15,11 +15,9 @@ from ..errors import TensorforgeError
 from ..graph.groups import FusedGroup, MemoryPlan
 from ..graph.ir import Graph, Value, freeze
 from ..graph.passes import fuse_ops, optimize, plan_memory
+from ..runtime.validate import GRAPH_FORMAT, GRAPH_VERSION  # noqa: F401 (re-exported)
 from ..target import Target
 from .kernels import group_args, lower_group
-
-GRAPH_FORMAT = "tensorforge.graph-executor"
-GRAPH_VERSION = 1
 
 
 def load_graph(model: Any, input_shapes: dict[str, Any] | None = None) -> Graph:
@@ -120,7 +118,7 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     module = tgt.kind.load_build()(funcs, tgt) if funcs else None
     t2 = time.perf_counter()
     p.times.update(lower_s=t1 - t0, build_s=t2 - t1)
-    desc, params = describe(p, tgt, how, func_of)
+    desc, params, derived = describe(p, tgt, how, func_of)
     if tuning is not None:
         tuning.close()
         desc["tuning"] = tuning.summary()
@@ -128,7 +126,18 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
             warnings.warn(f"{len(tuning.missing)} of {len(tuning.missing) + len(tuning.applied)}"
                           f" tunable kernels have no record in {tuning.path} (default schedules):"
                           f" {'; '.join(sorted(tuning.missing.values()))}", stacklevel=2)
-    return CompiledModel(module, desc, params)
+    return CompiledModel(module, desc, params, derived=derived)
+
+
+def _recipe(v: Value, depth: int = 0) -> Any:
+    """A constant's `Derived` recipe from its `origin` chain (export stores the source, load
+    redoes the transforms), or its array."""
+    from ..runtime.params_store import Derived
+
+    if v.origin is None or depth > 8:
+        return v.const
+    name, attrs, src = v.origin
+    return Derived(name, dict(attrs), _recipe(src, depth + 1))
 
 
 def workload_key(grp: Any) -> tuple[Any, ...]:
@@ -149,12 +158,14 @@ def workload_key(grp: Any) -> tuple[Any, ...]:
 
 def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
              func_of: dict[str, str] | None = None
-             ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The executor's description (JSON-able) and its parameters (constants) by key."""
+             ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
+    """The executor's description (JSON-able), its parameters (constants) by key, and the
+    `Derived` recipes of the constants computed from smaller ones (see `params_store`)."""
     g = p.graph
     vid: dict[int, int] = {}
     values: list[dict[str, Any]] = []
     params: dict[str, np.ndarray] = {}
+    derived: dict[str, Any] = {}
     inputs = {id(v) for v in g.inputs}
     outputs = {id(v) for v in g.outputs}
 
@@ -168,6 +179,8 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
             if kind == "const":
                 entry["param"] = f"p{len(params)}"
                 params[entry["param"]] = v.const
+                if v.origin is not None:
+                    derived[entry["param"]] = _recipe(v)
             values.append(entry)
         return vid[id(v)]
 
@@ -195,4 +208,4 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
                    "params_bytes": int(sum(a.nbytes for a in params.values()))},
         "times": {k: round(v, 4) for k, v in p.times.items()},
     }
-    return desc, params
+    return desc, params, derived
