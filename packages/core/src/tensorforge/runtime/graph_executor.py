@@ -151,7 +151,7 @@ class GraphExecutor:
                 self.consts[i] = self.params[key]
         if desc["kernels"] and module is None:
             raise PackageError("the model description lists kernels but no module holds them")
-        self._functions = [module[k["name"]] for k in desc["kernels"]]
+        self._functions = [self._function(k) for k in desc["kernels"]]
         self._output_source: dict[int, int] = {}
         self._skip: set[int] = set()
         for i, k in enumerate(desc["kernels"]):
@@ -162,6 +162,14 @@ class GraphExecutor:
         self.pool: ArenaPool[Arena] = ArenaPool(self.new_arena, max_concurrency or
                                                 default_limit())
         self.pool.add(self.new_arena())  # binds every kernel now: mismatches fail at load
+
+    def _function(self, k: Mapping[str, Any]) -> Any:
+        if k["name"] not in self.module:
+            known = ", ".join(getattr(self.module, "function_names", [])[:8])
+            raise PackageError(f"{_where(k)}: the model description names kernel {k['name']!r}, "
+                               f"which the module does not define (it has: {known}, ...); a "
+                               "corrupt or edited package")
+        return self.module[k["name"]]
 
     def _reshape_to_output(self, i: int, k: Mapping[str, Any]) -> int | None:
         """The source value of kernel `i` if it only reshapes an intermediate into a graph
