@@ -108,3 +108,66 @@ def test_library_module_reexport(tmp_path, lib):
     x, y = np.ones(3, "float32"), np.zeros(3, "float32")
     again(x, y, 3.0, 3)
     np.testing.assert_array_equal(y, 3 * x)
+    # exporting over the loaded library's own file replaces it (a new file), so the mapping
+    # the process runs from is not rewritten under it
+    again.export_library(tmp_path / "again.so")
+    again(x, y, 1.0, 3)
+    np.testing.assert_array_equal(y, 4 * x)
+
+
+def _with_sidecar(tmp_path, lib, edit):
+    """A copy of `lib` (a new file: rewriting a loaded library in place would crash) whose
+    sidecar was edited by `edit(meta)`."""
+    copy = tmp_path / f"libcopy{len(list(tmp_path.iterdir()))}.so"
+    shutil.copyfile(lib, copy)
+    meta = json.loads((lib.parent / "libk.so.json").read_text())
+    edit(meta)
+    (tmp_path / f"{copy.name}.json").write_text(json.dumps(meta))
+    return copy
+
+
+def test_the_sidecar_is_checked_against_the_library_kernel_table(tmp_path, lib):
+    """An edited sidecar cannot point a kernel at another exported function (here libc's
+    `free`, reachable through the library) or change its parameters."""
+    from tensorforge.errors import PackageError
+
+    def to_free(meta):
+        meta["functions"][0]["symbol"] = "free"
+
+    with pytest.raises(PackageError, match="disagrees with the library's kernel table"):
+        load_module(_with_sidecar(tmp_path, lib, to_free))
+
+    def drop_param(meta):
+        del meta["functions"][0]["params"][2]
+
+    with pytest.raises(PackageError, match="params: .* in the signature file"):
+        load_module(_with_sidecar(tmp_path, lib, drop_param))
+
+    def add_free(meta):
+        meta["functions"].append(dict(meta["functions"][0], name="free", symbol="free"))
+
+    with pytest.raises(PackageError, match="lists functions the library's kernel table does not"):
+        load_module(_with_sidecar(tmp_path, lib, add_free))
+
+
+@pytest.mark.parametrize("version, match", [(1, "older tensorforge"), (3, "newer tensorforge")])
+def test_library_format_versions_are_checked_both_ways(tmp_path, lib, version, match):
+    from tensorforge.errors import PackageError
+
+    with pytest.raises(PackageError, match=match):
+        load_module(_with_sidecar(tmp_path, lib, lambda m: m.update(version=version)))
+
+
+def test_a_library_without_a_kernel_table_is_refused(tmp_path):
+    from tensorforge.errors import PackageError
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    (tmp_path / "k.c").write_text(_C)
+    so = tmp_path / "plain.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(so), str(tmp_path / "k.c")], check=True)
+    (tmp_path / "plain.so.json").write_text(json.dumps(
+        {"format": LIBRARY_FORMAT, "version": 2, "functions": []}))
+    with pytest.raises(PackageError, match="carries no kernel table"):
+        load_module(so)

@@ -147,10 +147,15 @@ class LibraryModule(Module):
             return f.read()
 
     def export_library(self, path: str | os.PathLike[str]) -> None:
+        """Write the library and its sidecar; each replaces any file there (a new inode:
+        rewriting a loaded library in place would pull code from under a running process)."""
+        from .files import atomic_output
+
         path = os.fspath(path)
-        with open(path, "wb") as f:
-            f.write(self.library_bytes())
-        with open(sidecar_path(path), "w", encoding="utf-8") as f:
+        data = self.library_bytes()
+        with atomic_output(path) as tmp, open(tmp, "wb") as f:
+            f.write(data)
+        with atomic_output(sidecar_path(path)) as tmp, open(tmp, "w", encoding="utf-8") as f:
             json.dump(self.meta, f, indent=1)
 
 
