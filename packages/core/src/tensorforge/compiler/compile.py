@@ -119,6 +119,7 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     t2 = time.perf_counter()
     p.times.update(lower_s=t1 - t0, build_s=t2 - t1)
     desc, params, derived = describe(p, tgt, how, func_of)
+    desc["opt_level"] = opt_level  # `tforge run --verify` plans the model again with it
     if tuning is not None:
         tuning.close()
         desc["tuning"] = tuning.summary()

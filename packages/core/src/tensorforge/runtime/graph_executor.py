@@ -306,15 +306,17 @@ class GraphExecutor:
             runs.append(ts)
         return runs
 
+    def value(self, arena: Arena, vi: int) -> np.ndarray:
+        """The array holding value `vi` in `arena` after a run (an output left to the output
+        copy is read from its source)."""
+        src = self._output_source.get(vi)
+        if src is None:
+            return arena.arrays[vi]
+        return arena.arrays[src].reshape(tuple(self.desc["values"][vi]["shape"]))
+
     def get_outputs(self, arena: Arena) -> list[np.ndarray]:
         """Copies of the outputs (the arena's buffers are reused by the next call)."""
-        outs = []
-        for o in self.outputs:
-            src = self._output_source.get(o["value"])
-            arr = arena.arrays[o["value"]] if src is None else \
-                arena.arrays[src].reshape(tuple(o["shape"]))
-            outs.append(arr.copy())
-        return outs
+        return [self.value(arena, o["value"]).copy() for o in self.outputs]
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
         checked = self.check_inputs(inputs)

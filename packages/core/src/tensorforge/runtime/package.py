@@ -126,10 +126,13 @@ def export_package(model: Any, path: Any) -> str:
         "params": {"index": "params.json", "data": "params.bin", **stats},
     }
     with atomic_output(path) as tmp:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as z:
-            z.writestr(_MANIFEST, json.dumps(manifest, indent=1))
-            for name, data in members.items():
-                z.writestr(name, data)
+        try:
+            with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as z:
+                z.writestr(_MANIFEST, json.dumps(manifest, indent=1))
+                for name, data in members.items():
+                    z.writestr(name, data)
+        except OSError as e:
+            raise TensorforgeError(f"cannot write {path!r}: {e.strerror or e}") from None
     return path
 
 
