@@ -198,27 +198,52 @@ def check_sidecar(meta: Any, where: str) -> dict[str, Any]:
     return meta
 
 
-def read_kernel_table(lib: ctypes.CDLL, path: str) -> dict[str, Any]:
+_NO_TABLE = ("carries no kernel table ({sym}): it was not written by this tensorforge's "
+             "export_library; compile and export it again")
+
+
+def _parse_table(raw: bytes, where: str) -> dict[str, Any]:
+    try:
+        table = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise PackageError(f"library {where}: its kernel table is not valid JSON: {e}") from None
+    if not isinstance(table, dict) or table.get("format") != KERNEL_TABLE_FORMAT or \
+            table.get("version") != KERNEL_TABLE_VERSION or \
+            not isinstance(table.get("functions"), list):
+        raise PackageError(f"library {where}: its kernel table is of an unknown format "
+                           f"({str(table)[:80]}...)")
+    return table
+
+
+def file_kernel_table(data: bytes, where: str) -> dict[str, Any] | None:
+    """The kernel table of a library's file bytes, read without loading it (ELF only; None
+    for other formats). A missing table is a `PackageError`: nothing of the library ran."""
+    from .elf import elf_machine, elf_symbol_bytes
+
+    if elf_machine(data) is None:
+        return None
+    raw = elf_symbol_bytes(data, KERNEL_TABLE_SYMBOL)
+    size = elf_symbol_bytes(data, KERNEL_TABLE_SIZE_SYMBOL)
+    if raw is None or size is None or len(size) != 8:
+        raise PackageError(f"library {where} " + _NO_TABLE.format(sym=KERNEL_TABLE_SYMBOL)
+                           + " (nothing of it was run)")
+    n = int.from_bytes(size, "little" if data[5] == 1 else "big")
+    if not 0 < n <= min(len(raw), _MAX_TABLE_BYTES):
+        raise PackageError(f"library {where} has a kernel table of {n} bytes")
+    return _parse_table(raw[:n], where)
+
+
+def read_kernel_table(lib: ctypes.CDLL, where: str) -> dict[str, Any]:
     """The kernel table the opened library `lib` carries, parsed and checked."""
     try:
         size = ctypes.c_int64.in_dll(lib, KERNEL_TABLE_SIZE_SYMBOL).value
         if not 0 < size <= _MAX_TABLE_BYTES:
-            raise PackageError(f"library {path!r} has a kernel table of {size} bytes")
+            raise PackageError(f"library {where} has a kernel table of {size} bytes")
         raw = bytes((ctypes.c_char * size).in_dll(lib, KERNEL_TABLE_SYMBOL))
     except ValueError:  # ctypes: symbol not found
-        raise PackageError(
-            f"library {path!r} carries no kernel table ({KERNEL_TABLE_SYMBOL}): it was not "
-            "written by this tensorforge's export_library; compile and export it again") from None
-    try:
-        table = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise PackageError(f"library {path!r}: its kernel table is not valid JSON: {e}") from None
-    if not isinstance(table, dict) or table.get("format") != KERNEL_TABLE_FORMAT or \
-            table.get("version") != KERNEL_TABLE_VERSION or \
-            not isinstance(table.get("functions"), list):
-        raise PackageError(f"library {path!r}: its kernel table is of an unknown format "
-                           f"({str(table)[:80]}...)")
-    return table
+        raise PackageError(f"library {where} " + _NO_TABLE.format(sym=KERNEL_TABLE_SYMBOL)
+                           ) from None
+    return _parse_table(raw, where)
 
 
 def _same_function(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
@@ -234,29 +259,29 @@ def _same_function(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
 
 def open_library(path: str, meta: Mapping[str, Any], data: bytes | None = None,
                  where: str | None = None) -> LibraryModule:
-    """Open the library at `path` (its sidecar `meta` already parsed) and build its kernels
-    from the library's own kernel table, after checking that `meta` agrees with it."""
+    """Open the library at `path` (its sidecar `meta` already parsed; `data` its bytes, when
+    the caller holds them) and build its kernels from the library's own kernel table, after
+    checking that `meta` agrees with it. For an ELF library the table is read from the file
+    and checked before the library is opened (its constructors run at opening)."""
     where = where or repr(path)
     meta = check_sidecar(meta, f"the signature file of {where}")
+    if data is None:
+        with open(path, "rb") as f:
+            data = f.read()
+    before = file_kernel_table(data, where)
+    if before is not None:
+        _match(meta, before, where)
     try:
         lib = ctypes.CDLL(path)
     except OSError as e:
         raise PackageError(f"cannot load the library {where}: {e}") from e
     table = read_kernel_table(lib, where)
-    listed = {f.get("name"): f for f in meta["functions"] if isinstance(f, dict)}
-    own = {f.get("name"): f for f in table["functions"] if isinstance(f, dict)}
-    if set(listed) != set(own) or len(listed) != len(meta["functions"]):
-        extra = sorted(map(str, set(listed) - set(own)))
-        raise PackageError(
-            f"the signature file of {where} lists functions the library's kernel table does "
-            f"not ({', '.join(extra) or 'duplicates'}); only the library's own kernels can be "
-            "called (a corrupt or edited package)")
+    if before is not None and table != before:
+        raise PackageError(f"library {where}: its kernel table in memory is not the one in its "
+                           "file")
+    own = _match(meta, table, where)
     functions: dict[str, CFunction] = {}
     for name, fmeta in own.items():
-        diff = _same_function(listed[name], fmeta)
-        if diff is not None:
-            raise PackageError(f"kernel {name!r} of {where}: the signature file disagrees with "
-                               f"the library's kernel table ({diff}); a corrupt or edited package")
         symbol = fmeta.get("symbol", name)
         try:
             cfn = getattr(lib, symbol)
@@ -272,6 +297,26 @@ def open_library(path: str, meta: Mapping[str, Any], data: bytes | None = None,
     full = dict(meta)
     full.setdefault("target", table.get("target", {}))
     return LibraryModule(path, lib, functions, meta.get("entry_name"), full, data)
+
+
+def _match(meta: Mapping[str, Any], table: Mapping[str, Any], where: str
+           ) -> dict[str, Mapping[str, Any]]:
+    """The table's functions by name, if the sidecar `meta` lists exactly them with the same
+    records; else a `PackageError` naming the difference."""
+    listed = {f.get("name"): f for f in meta["functions"] if isinstance(f, dict)}
+    own = {f.get("name"): f for f in table["functions"] if isinstance(f, dict)}
+    if set(listed) != set(own) or len(listed) != len(meta["functions"]):
+        extra = sorted(map(str, set(listed) - set(own)))
+        raise PackageError(
+            f"the signature file of {where} lists functions the library's kernel table does "
+            f"not ({', '.join(extra) or 'duplicates'}); only the library's own kernels can be "
+            "called (a corrupt or edited package)")
+    for name, fmeta in own.items():
+        diff = _same_function(listed[name], fmeta)
+        if diff is not None:
+            raise PackageError(f"kernel {name!r} of {where}: the signature file disagrees with "
+                               f"the library's kernel table ({diff}); a corrupt or edited package")
+    return own
 
 
 def load_module(path: str | os.PathLike[str]) -> Module:

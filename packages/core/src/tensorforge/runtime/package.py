@@ -21,10 +21,11 @@ like any shared library. `load` checks what it can before that code is reached: 
 sha256 against the manifest (what is hashed is what is used: members are read once into memory,
 hashed, and the library file is written from those bytes into a private directory), the whole
 file against `sha256=` when given, the format versions (too new and too old), the architecture,
-OS and CPU features the code was built for against this machine, the library's ELF machine;
-after opening it, the signatures and the description against the library's own kernel table,
-and every kernel binding (argument counts, shapes, dtypes) before the first run. Temporary
-files are gone when `load` returns, whether it succeeded or not.
+OS and CPU features the code was built for against this machine, the library's ELF machine,
+and the signatures against the kernel table the library carries (read from the file); after
+opening it, the table in memory again, and every kernel binding of the description (argument
+counts, shapes, dtypes) before the first run. Temporary files are gone when `load` returns,
+whether it succeeded or not.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from tensorforge._version import __version__
 from tensorforge.errors import PackageError, TensorforgeError
 
 from .cpu_features import check_host, required_features, triple_arch, triple_os
+from .elf import elf_machine
 from .files import atomic_output
 from .module import Module, open_library
 from .params_store import pack_params, unpack_params
@@ -244,18 +246,6 @@ def _json(data: bytes, where: str, what: str) -> Any:
 
 
 # -- the CPU library loader -----------------------------------------------------------------
-_ELF_MACHINES = {62: "x86_64", 183: "aarch64", 3: "i386", 40: "arm", 243: "riscv64",
-                 21: "ppc64", 22: "s390x"}
-
-
-def elf_arch(data: bytes) -> str | None:
-    """The architecture an ELF file's header names, None if it is not ELF."""
-    if len(data) < 20 or data[:4] != b"\x7fELF":
-        return None
-    machine = int.from_bytes(data[18:20], "little" if data[5] == 1 else "big")
-    return _ELF_MACHINES.get(machine, f"machine {machine}")
-
-
 def _load_cpu_library(entry: Mapping[str, Any], members: Mapping[str, bytes], tmp: str,
                       where: str) -> Module:
     from .cpu_features import host_arch
@@ -269,7 +259,7 @@ def _load_cpu_library(entry: Mapping[str, Any], members: Mapping[str, bytes], tm
         raise PackageError(f"cannot load {where}: module {entry.get('name')!r} does not say "
                            "what machine it was built for")
     check_host(requires, f"package {where}")
-    arch = elf_arch(lib)
+    arch = elf_machine(lib)
     if arch is not None and arch != host_arch():
         raise PackageError(f"cannot load {where}: its library is {arch} code (the manifest says "
                            f"{requires.get('arch')}), this machine is {host_arch()}; compile "
