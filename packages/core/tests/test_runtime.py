@@ -171,3 +171,47 @@ def test_a_library_without_a_kernel_table_is_refused(tmp_path):
         {"format": LIBRARY_FORMAT, "version": 2, "functions": []}))
     with pytest.raises(PackageError, match="carries no kernel table"):
         load_module(so)
+
+
+_FAILING = """
+#include <stdint.h>
+int32_t check(const float *x, float *y) {
+    for (int i = 0; i < 4; ++i) { if (x[i] < 0) return 1; y[i] = x[i]; }
+    return 0;
+}
+"""
+
+
+def test_the_executor_names_the_graph_kernel_of_a_failing_status(tmp_path):
+    """A kernel's non-zero status, on the executor's bound fast path, is a KernelError naming
+    the graph kernel (group, ops) and the kernel's own message; the arena is returned."""
+    from tensorforge.runtime.cfunction import KernelError
+    from tensorforge.runtime.graph_executor import CompiledModel
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    functions = [{"name": "check", "symbol": "check", "asserts": ["x must be non-negative"],
+                  "params": [{"name": "x", "kind": "buffer", "dtype": "float32", "shape": [4],
+                              "writes": False},
+                             {"name": "y", "kind": "buffer", "dtype": "float32", "shape": [4],
+                              "writes": True}]}]
+    (tmp_path / "c.c").write_text(_FAILING + kernel_table_c_source(kernel_table_bytes(functions)))
+    so = tmp_path / "libc.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(so), str(tmp_path / "c.c")], check=True)
+    (tmp_path / "libc.so.json").write_text(json.dumps(
+        {"format": LIBRARY_FORMAT, "version": 2, "functions": functions}))
+    desc = {"inputs": [{"name": "x", "shape": [4], "dtype": "float32", "value": 0}],
+            "outputs": [{"name": "y", "shape": [4], "dtype": "float32", "value": 1}],
+            "values": [{"name": "x", "shape": [4], "dtype": "float32", "kind": "input"},
+                       {"name": "y", "shape": [4], "dtype": "float32", "kind": "output"}],
+            "storages": [], "kernels": [{"name": "check", "group": "fused_gather_7",
+                                         "ops": ["gather"], "args": [0, 1], "outputs": 1}]}
+    model = CompiledModel(load_module(so), desc, {}, max_concurrency=1)
+    np.testing.assert_array_equal(model.run([np.ones(4, "float32")])[0], np.ones(4))
+    with pytest.raises(KernelError, match=r"graph kernel 'fused_gather_7' \(gather\): kernel "
+                                          r"'check': assertion failed: x must be non-negative"
+                       ) as info:
+        model.run([-np.ones(4, "float32")])
+    assert info.value.status == 1 and info.value.kernel == "check"
+    model.run([np.ones(4, "float32")])  # the arena came back
