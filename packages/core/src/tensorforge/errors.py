@@ -6,7 +6,8 @@ Every error the project raises deliberately derives from :class:`TensorforgeErro
 
 from __future__ import annotations
 
-__all__ = ["TensorforgeError", "TargetError", "PluginError", "DuplicateNameError"]
+__all__ = ["DuplicateNameError", "PackageError", "PluginError", "TargetError",
+           "TensorforgeError"]
 
 
 class TensorforgeError(Exception):
@@ -23,3 +24,8 @@ class PluginError(TensorforgeError):
 
 class DuplicateNameError(PluginError):
     """Two plugins registered something under the same name."""
+
+
+class PackageError(TensorforgeError):
+    """A `.tfpkg` package or an exported library cannot be loaded: corrupt, tampered with,
+    inconsistent, of another format version, or built for a machine this one is not."""

@@ -1,5 +1,7 @@
 """Ahead-of-time export: object file (same CPU and features as the JIT, PIC) -> shared library
-linked by the system C compiler, plus the JSON signature sidecar `load_module` reads.
+linked by the system C compiler, plus the JSON signature sidecar `load_module` reads. The
+library also carries its own kernel table (`tensorforge_kernel_table`, see
+`tensorforge.runtime.module`), which `load_module` checks the sidecar against.
 
 A cross target (a `-mtriple` of another architecture, e.g. aarch64-linux-gnu) is linked by
 that triple's GNU cross compiler (`aarch64-linux-gnu-gcc`, Debian gcc-aarch64-linux-gnu) or by
@@ -15,7 +17,14 @@ import tempfile
 from typing import Any
 
 from tensorforge.errors import TensorforgeError
-from tensorforge.runtime.module import LIBRARY_FORMAT, LIBRARY_VERSION, sidecar_path
+from tensorforge.runtime.module import (
+    KERNEL_TABLE_SIZE_SYMBOL,
+    KERNEL_TABLE_SYMBOL,
+    LIBRARY_FORMAT,
+    LIBRARY_VERSION,
+    kernel_table_bytes,
+    sidecar_path,
+)
 
 
 def find_cc(triple: str | None = None) -> list[str]:
@@ -48,9 +57,20 @@ def is_host_arch(arch: str) -> bool:
     return arch == llvm.get_process_triple().split("-")[0]
 
 
+def kernel_table_ir(table: bytes) -> str:
+    """LLVM IR defining the kernel table's two data symbols."""
+    text = "".join(chr(b) if 32 <= b < 127 and b not in (34, 92) else f"\\{b:02X}"
+                   for b in table)
+    n = len(table)
+    return (f'\n@{KERNEL_TABLE_SYMBOL} = constant [{n} x i8] c"{text}", align 1\n'
+            f"@{KERNEL_TABLE_SIZE_SYMBOL} = constant i64 {n}, align 8\n")
+
+
 def export_library(module: Any, path: str) -> None:
     """Write `path` (a shared library) and `path + ".json"` for `module` (an LLVMModule)."""
-    mod, tm = module.optimized_module(pic=True)
+    functions = [info.to_json() for info in module.infos]
+    table = kernel_table_bytes(functions, module.target_info())
+    mod, tm = module.optimized_module(pic=True, extra_ir=kernel_table_ir(table))
     obj = tm.emit_object(mod)
     cc = find_cc(module.options.mtriple)
     path = os.path.abspath(path)
@@ -67,9 +87,8 @@ def export_library(module: Any, path: str) -> None:
         "format": LIBRARY_FORMAT,
         "version": LIBRARY_VERSION,
         "entry_name": module.entry_name,
-        "target": {"mtriple": module.options.mtriple, "mcpu": module.options.mcpu,
-                   "mattr": module.options.mattr, "num-threads": module.options.num_threads},
-        "functions": [info.to_json() for info in module.infos],
+        "target": module.target_info(),
+        "functions": functions,
     }
     with open(sidecar_path(path), "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=1)

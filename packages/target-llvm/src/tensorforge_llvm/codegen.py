@@ -87,12 +87,19 @@ class LLVMModule(Module):
                 functions[info.name] = _not_runnable(info.name, opts)
         super().__init__(functions, infos[0].name if infos else None)
 
-    def optimized_module(self, pic: bool = False) -> tuple[llvm.ModuleRef, Any]:
-        """A fresh optimized copy of the module (the JIT's own copy is left alone)."""
+    def optimized_module(self, pic: bool = False, extra_ir: str = ""
+                         ) -> tuple[llvm.ModuleRef, Any]:
+        """A fresh optimized copy of the module (the JIT's own copy is left alone), with
+        `extra_ir` (global definitions, e.g. the kernel table) appended."""
         tm = jit.target_machine(self.options, jit=not pic, pic=pic)
-        mod = jit.parse(self.ir_text, tm)
+        mod = jit.parse(self.ir_text + extra_ir, tm)
         jit.optimize(mod, tm, self.options.opt_level)
         return mod, tm
+
+    def target_info(self) -> dict[str, Any]:
+        o = self.options
+        return {"mtriple": o.mtriple, "mcpu": o.mcpu, "mattr": o.mattr,
+                "num-threads": o.num_threads}
 
     def get_source(self, fmt: str = "ll") -> str:
         """`"ll"`: optimized LLVM IR; `"ll-raw"`: IR as generated; `"asm"`: assembly."""

@@ -94,6 +94,7 @@ def _emit_winograd(g: Any, n: Any, xb: Any, ob: int, m: int, pads: Any) -> Any:
 
     w = n.inputs[1]
     u = g.add_const(f"{w.name}_winograd{m}", winograd_weight_transform(w.const, m, ob))
+    u.origin = ("winograd_weight_transform", {"m": m, "ob": ob}, w)  # redone at load
     return _emit(g, "conv2d_winograd_nchwc", [xb, u, *n.inputs[2:]],
                  {"m": m, "pads": tuple(pads)}, n.name)
 

@@ -16,11 +16,9 @@ from ..graph.groups import FusedGroup, MemoryPlan
 from ..graph.ir import Graph, Value, freeze
 from ..graph.passes import fuse_ops, optimize, plan_memory
 from ..progress import NullProgress
+from ..runtime.validate import GRAPH_FORMAT, GRAPH_VERSION  # noqa: F401 (re-exported)
 from ..target import Target
 from .kernels import group_args, lower_group
-
-GRAPH_FORMAT = "tensorforge.graph-executor"
-GRAPH_VERSION = 1
 
 
 def load_graph(model: Any, input_shapes: dict[str, Any] | None = None) -> Graph:
@@ -145,13 +143,25 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     progress.finish()
     t2 = time.perf_counter()
     p.times.update(lower_s=t1 - t0, build_s=t2 - t1)
-    desc, params = describe(p, tgt, how, func_of)
+    desc, params, derived = describe(p, tgt, how, func_of)
+    desc["opt_level"] = opt_level  # `tforge run --verify` plans the model again with it
     if tuning is not None:
         desc["tuning"] = tuning.summary()
         if tuning.missing:
             warnings.warn(tuning.missing_message(), stacklevel=2)
         tuning.close()
-    return CompiledModel(module, desc, params)
+    return CompiledModel(module, desc, params, derived=derived)
+
+
+def _recipe(v: Value, depth: int = 0) -> Any:
+    """A constant's `Derived` recipe from its `origin` chain (export stores the source, load
+    redoes the transforms), or its array."""
+    from ..runtime.params_store import Derived
+
+    if v.origin is None or depth > 8:
+        return v.const
+    name, attrs, src = v.origin
+    return Derived(name, dict(attrs), _recipe(src, depth + 1))
 
 
 def check_pass_switches() -> None:
@@ -182,12 +192,14 @@ def workload_key(grp: Any) -> tuple[Any, ...]:
 
 def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
              func_of: dict[str, str] | None = None
-             ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The executor's description (JSON-able) and its parameters (constants) by key."""
+             ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
+    """The executor's description (JSON-able), its parameters (constants) by key, and the
+    `Derived` recipes of the constants computed from smaller ones (see `params_store`)."""
     g = p.graph
     vid: dict[int, int] = {}
     values: list[dict[str, Any]] = []
     params: dict[str, np.ndarray] = {}
+    derived: dict[str, Any] = {}
     inputs = {id(v) for v in g.inputs}
     outputs = {id(v) for v in g.outputs}
 
@@ -201,6 +213,8 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
             if kind == "const":
                 entry["param"] = f"p{len(params)}"
                 params[entry["param"]] = v.const
+                if v.origin is not None:
+                    derived[entry["param"]] = _recipe(v)
             values.append(entry)
         return vid[id(v)]
 
@@ -228,4 +242,4 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
                    "params_bytes": int(sum(a.nbytes for a in params.values()))},
         "times": {k: round(v, 4) for k, v in p.times.items()},
     }
-    return desc, params
+    return desc, params, derived

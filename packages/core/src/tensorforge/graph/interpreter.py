@@ -14,6 +14,13 @@ from .registry import get_op
 
 
 def run_reference(g: Graph, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    env = evaluate(g, inputs)
+    return [v.const if v.is_const else env[v] for v in g.outputs]
+
+
+def evaluate(g: Graph, inputs: Mapping[str, np.ndarray]) -> dict[Value, np.ndarray]:
+    """Every value the graph computes (inputs included), by Value: what `tforge run --verify`
+    compares each compiled kernel's outputs with."""
     env: dict[Value, np.ndarray] = {}
     for v in g.inputs:
         env[v] = np.asarray(inputs[v.name])
@@ -22,4 +29,4 @@ def run_reference(g: Graph, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray
         outs = get_op(n.op).reference(args, n.attrs)
         for v, a in zip(n.outputs, outs):
             env[v] = np.asarray(a).astype(v.dtype, copy=False).reshape(v.shape)
-    return [v.const if v.is_const else env[v] for v in g.outputs]
+    return env

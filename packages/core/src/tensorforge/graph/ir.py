@@ -20,6 +20,10 @@ class Value:
     dtype: str
     const: np.ndarray | None = None
     producer: Node | None = field(default=None, repr=False)
+    #: for a constant computed at compile time from a smaller one by a numpy transform of
+    #: `runtime.transforms` (a packed or Winograd weight): (transform, attrs, source Value).
+    #: Export stores the source and the recipe, `load` redoes it (smaller packages).
+    origin: tuple[str, dict[str, Any], Value] | None = field(default=None, repr=False)
 
     @property
     def is_const(self) -> bool:

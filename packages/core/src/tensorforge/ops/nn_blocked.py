@@ -5,30 +5,18 @@ convolution. Direct convolution in NCHW[x]c is ``nn_nchwc.conv2d_nchwc``."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from .. import te
 from ..expr import const
+from ..runtime.transforms import parse_layout  # numpy only: shared with `load`
 from ..te import Tensor
 from .nn import _int, conv_geometry, pad, pool_geometry
 
 __all__ = ["avg_pool2d_nchwc", "dense_packed", "depthwise_conv2d_nchwc",
            "global_avg_pool2d_nchwc", "layout_transform", "max_pool2d_nchwc", "parse_layout",
            "pixel_shuffle"]
-
-_LAYOUT = re.compile(r"^(NCHW|OIHW|NK)((?:\d+[a-z])*)$")
-
-
-def parse_layout(layout: str) -> tuple[str, dict[str, int]]:
-    """("NCHW16c") -> ("NCHW", {"c": 16}); ("OIHW16i32o") -> ("OIHW", {"i": 16, "o": 32})."""
-    m = _LAYOUT.match(layout)
-    if m is None:
-        raise ValueError(f"unknown layout {layout!r} (NCHW, NCHW<x>c, OIHW, OIHW<x>i<y>o, NK, "
-                         "NK<y>n)")
-    return m.group(1), {k: int(v) for v, k in re.findall(r"(\d+)([a-z])", m.group(2))}
-
 
 def layout_transform(x: Tensor, src: str, dst: str, name: str = "layout_transform") -> Tensor:
     """Re-lay ``x`` from ``src`` to ``dst`` (same base layout, different blocking)."""

@@ -21,53 +21,25 @@ convolution, F(4,3) 4x less; F(4,3)'s larger coefficients cost some float32 prec
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from fractions import Fraction as Fr
 from typing import Any
 
 import numpy as np
 
 from .. import te
 from ..expr import PrimExpr, const
+
+# the matrices and the weight transform are numpy only: they live in the runtime, which
+# redoes the transform when it loads a package that stores the 3x3 weights
+from ..runtime.transforms import winograd_matrices, winograd_weight_transform
 from ..te import Tensor
 from .nn import _int, _pads4, pad
 
 __all__ = ["conv2d_winograd_nchwc", "winograd_conv_np", "winograd_matrices",
            "winograd_tiles", "winograd_weight_transform"]
 
-_F = {
-    2: ([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
-        [[1, 0, 0], [Fr(1, 2), Fr(1, 2), Fr(1, 2)], [Fr(1, 2), Fr(-1, 2), Fr(1, 2)], [0, 0, 1]],
-        [[1, 1, 1, 0], [0, 1, -1, -1]]),
-    4: ([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0],
-         [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]],
-        [[Fr(1, 4), 0, 0], [Fr(-1, 6), Fr(-1, 6), Fr(-1, 6)], [Fr(-1, 6), Fr(1, 6), Fr(-1, 6)],
-         [Fr(1, 24), Fr(1, 12), Fr(1, 6)], [Fr(1, 24), Fr(-1, 12), Fr(1, 6)], [0, 0, 1]],
-        [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]),
-}
-
-
-def winograd_matrices(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(B^T, G, A^T) of F(m x m, 3 x 3) as float64 arrays; m is 2 or 4."""
-    if m not in _F:
-        raise ValueError(f"winograd: tile size m={m} (2 or 4 supported)")
-    return tuple(np.array([[float(v) for v in row] for row in mat]) for mat in _F[m])
-
-
 def winograd_tiles(oh: int, ow: int, m: int) -> tuple[int, int]:
     """Tiles along the output height and width."""
     return -(-oh // m), -(-ow // m)
-
-
-def winograd_weight_transform(w: np.ndarray, m: int, ob: int) -> np.ndarray:
-    """numpy OIHW (O, C, 3, 3) -> U (a, a, O/ob, C, ob), computed in float64."""
-    _, g, _ = winograd_matrices(m)
-    o, c, kh, kw = w.shape
-    if (kh, kw) != (3, 3) or o % ob:
-        raise ValueError(f"winograd_weight_transform: weights {w.shape}, block {ob}")
-    u = np.einsum("ei,ocij,uj->euoc", g, w.astype("float64"), g)
-    a = m + 2
-    u = u.reshape(a, a, o // ob, ob, c).transpose(0, 1, 2, 4, 3)
-    return np.ascontiguousarray(u.astype(w.dtype))
 
 
 def winograd_conv_np(x: np.ndarray, u: np.ndarray, m: int, pads: Sequence[int]) -> np.ndarray:

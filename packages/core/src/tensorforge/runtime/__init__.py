@@ -4,12 +4,15 @@ Nothing here imports llvmlite or any code generator: an exported model runs with
 ctypes alone.
 """
 
-from .cfunction import CFunction, Param, params_from_json, params_to_json
+from .arena import ClosedError
+from .cfunction import CFunction, KernelError, Param, params_from_json, params_to_json
 from .module import LIBRARY_FORMAT, LibraryModule, Module, load_module
 
 __all__ = [
     "LIBRARY_FORMAT",
     "CFunction",
+    "ClosedError",
+    "KernelError",
     "LibraryModule",
     "Module",
     "Param",

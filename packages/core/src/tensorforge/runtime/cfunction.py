@@ -6,7 +6,12 @@ The calling convention every CPU backend follows (and the exported-library sidec
   first element (the array must be C-contiguous, of the exact dtype and shape); a scalar is
   passed by value in its C type (`bool` as an unsigned byte, `float16` as its 16 bits);
 - the function returns an `int32` status: 0 on success, `k > 0` when the k-th assertion of the
-  kernel (`signature["asserts"][k-1]`) failed, -1 when an internal allocation failed.
+  kernel (`signature["asserts"][k-1]`) failed, -1 when an internal allocation failed; other
+  negative codes are reserved for checks the runtime adds later (e.g. an index out of range).
+
+Status handling has one path: `CFunction.error(status, context)` builds the `KernelError` (its
+text from `status_message`); a direct call raises it, and the graph executor raises it with
+the graph kernel it ran as `context`. A new status code needs only a case in `status_message`.
 
 Arguments are checked in Python before the call, because a wrong pointer is a silent memory
 corruption, not an exception. The checks are a few attribute reads per argument; the ctypes
@@ -24,7 +29,7 @@ import numpy as np
 
 from tensorforge.errors import TensorforgeError
 
-__all__ = ["CFunction", "Param", "params_from_json", "params_to_json"]
+__all__ = ["CFunction", "KernelError", "Param", "params_from_json", "params_to_json"]
 
 _SCALAR_CTYPES: dict[str, Any] = {
     "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
@@ -32,6 +37,17 @@ _SCALAR_CTYPES: dict[str, Any] = {
     "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64, "float32": ctypes.c_float,
     "float64": ctypes.c_double, "float16": ctypes.c_uint16, "bool": ctypes.c_uint8,
 }
+
+
+class KernelError(TensorforgeError):
+    """A kernel returned a non-zero status: `kernel` (its name), `status` (the code),
+    `context` (where it ran, e.g. the executor's graph kernel; may be empty)."""
+
+    def __init__(self, message: str, kernel: str, status: int, context: str = ""):
+        super().__init__(message)
+        self.kernel = kernel
+        self.status = status
+        self.context = context
 
 
 @dataclass(frozen=True)
@@ -143,7 +159,7 @@ class CFunction:
             self._check_symbolic(args)
         status = self._cfunc(*cargs)
         if status:
-            raise TensorforgeError(self._status_message(status))
+            raise self.error(status)
 
     # argument checks -----------------------------------------------------------------------
     def _convert(self, c: _Check, a: Any) -> Any:
@@ -220,7 +236,13 @@ class CFunction:
             f"kernel {self.name!r}: argument {c.index} ({c.param.describe()}) {what}"
         )
 
-    def _status_message(self, status: int) -> str:
+    def error(self, status: int, context: str = "") -> KernelError:
+        """The exception for a non-zero `status` returned by this kernel; `context` (e.g.
+        "graph kernel 'fused_gather' (gather)") is put first in the message."""
+        msg = self.status_message(status)
+        return KernelError(f"{context}: {msg}" if context else msg, self.name, status, context)
+
+    def status_message(self, status: int) -> str:
         if 0 < status <= len(self.asserts):
             return f"kernel {self.name!r}: assertion failed: {self.asserts[status - 1]}"
         if status == -1:

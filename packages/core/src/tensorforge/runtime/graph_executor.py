@@ -3,22 +3,36 @@
 It imports numpy, ctypes (through the runtime module) and nothing of the compiler, so an
 exported model runs after `tensorforge.load` without llvmlite, onnx, or tensorforge's IR.
 
-Memory: one preallocated, 64-byte aligned byte pool per storage of the memory plan; every
-intermediate value is a typed view at the start of its storage. Constants are bound once as
-kernel arguments; graph inputs and outputs have their own buffers (inputs are copied in after
-their names, shapes and dtypes are checked; outputs are copied out)."""
+Memory: the memory plan gives one 64-byte aligned byte pool per storage; every intermediate
+value is a typed view at the start of its storage. One *arena* holds one call's pools, its
+input and output buffers and every kernel's bound argument pointers; constants are shared by
+all arenas, read-only, and held once (`CompiledModel.params` is the executor's arrays).
+
+Concurrency: `run`, `benchmark` and `profile` take an arena from a bounded pool
+(`runtime.arena.ArenaPool`) for the length of the call, so any number of threads may call one
+model at once, and a call may re-enter the model; kernels run outside the GIL (ctypes releases
+it), so threads really run in parallel. At most `max_concurrency` arenas exist (default: the
+CPUs this process may use); further callers wait for a free one.
+
+Errors: a kernel's non-zero status becomes a `KernelError` (see `cfunction.py`) naming the
+graph kernel (group and ops) that returned it; the arena goes back to the pool either way."""
 
 from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
-from tensorforge.errors import TensorforgeError
+from tensorforge.errors import PackageError, TensorforgeError
+
+from .arena import ArenaPool, default_limit
+from .validate import check_description
 
 __all__ = ["BenchmarkResult", "CompiledModel", "GraphExecutor", "InputError"]
 
@@ -33,7 +47,11 @@ def aligned_empty(shape: Sequence[int], dtype: str, nbytes: int | None = None) -
     """An uninitialized C-contiguous array whose data starts on a 64-byte boundary."""
     dt = np.dtype(dtype)
     size = int(np.prod(shape, dtype=np.int64)) * dt.itemsize if nbytes is None else nbytes
-    raw = np.empty(size + _ALIGN, dtype=np.uint8)
+    try:
+        raw = np.empty(size + _ALIGN, dtype=np.uint8)
+    except MemoryError:
+        raise TensorforgeError(f"out of memory allocating {size} bytes for the model's "
+                               "buffers; lower max_concurrency or free memory") from None
     off = (-raw.ctypes.data) % _ALIGN
     buf = raw[off:off + size]
     if nbytes is not None:
@@ -41,62 +59,122 @@ def aligned_empty(shape: Sequence[int], dtype: str, nbytes: int | None = None) -
     return buf.view(dt).reshape(tuple(shape))
 
 
-def _bind(fn: Any, args: list[np.ndarray]) -> tuple[Any, list[np.ndarray], Any, tuple]:
-    """(fn, args, raw C function, argument pointers): the executor's arrays never move, so a
+def _shared_const(arr: np.ndarray, shape: Sequence[int], dtype: str) -> np.ndarray:
+    """The array constants are read from by every arena: `arr` itself when it already has the
+    layout kernels take (C-contiguous, of the value's dtype and shape), else one copy; made
+    read-only, so a kernel binding that would write into it is refused."""
+    arr = np.asarray(arr)
+    if arr.dtype != np.dtype(dtype) or not arr.flags.c_contiguous or \
+            tuple(arr.shape) != tuple(shape):
+        out = aligned_empty(shape, dtype)
+        out[...] = arr.reshape(tuple(shape))
+        arr = out
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
+def _where(k: Mapping[str, Any]) -> str:
+    """How errors name a graph kernel: its group (the fused graph nodes) and ops."""
+    ops = "+".join(k.get("ops", ())) or "?"
+    group = k.get("group", k["name"])
+    return f"graph kernel {group!r} ({ops})"
+
+
+def _bind(fn: Any, args: list[np.ndarray], k: Mapping[str, Any]
+          ) -> tuple[Any, list[np.ndarray], Any, tuple]:
+    """(fn, args, raw C function, argument pointers): an arena's arrays never move, so a
     kernel's argument checks run once here and each run calls the C function directly (a
     model of hundreds of small kernels, like an unrolled LSTM, spends its time in the checks
-    otherwise). Kernels that are not plain CFunctions keep the checked call (cfunc None)."""
+    otherwise). The checks compare the description's values with the kernel's own signature
+    (for a package: the library's kernel table), so a description that gives a kernel fewer
+    arguments, smaller shapes or other dtypes than it was compiled for is refused here, before
+    any run. Kernels that are not `CFunction`s (Python callables) are called as they are."""
     cfunc = getattr(fn, "_cfunc", None)
     checks = getattr(fn, "_checks", None)
-    if cfunc is None or checks is None or len(checks) != len(args) or any(
-            c.param.kind != "buffer" for c in checks):
+    if cfunc is None or checks is None:
         return fn, args, None, ()
-    ptrs = tuple(fn._convert(c, a) for c, a in zip(checks, args))
-    if getattr(fn, "_n_buffers", 0) > 1:
-        fn._check_distinct(list(ptrs))
+    if len(checks) != len(args) or any(c.param.kind != "buffer" for c in checks):
+        raise PackageError(
+            f"{_where(k)}: the model description passes {len(args)} buffers to kernel "
+            f"{fn.signature}; the description does not match the compiled kernel (a corrupt "
+            "or edited package)")
+    try:
+        ptrs = tuple(fn._convert(c, a) for c, a in zip(checks, args))
+        if getattr(fn, "_n_buffers", 0) > 1:
+            fn._check_distinct(list(ptrs))
+    except PackageError:
+        raise
+    except TensorforgeError as e:
+        raise PackageError(f"{_where(k)}: {e}; the model description does not match the "
+                           "compiled kernel (a corrupt or edited package)") from None
     return fn, args, cfunc, ptrs
 
 
 def _skipped() -> None:
-    """Stands for a kernel whose work `get_outputs` does (see `_reshape_to_output`)."""
+    """Stands for a kernel whose work `outputs` does (see `_reshape_to_output`)."""
+
+
+@dataclass
+class Arena:
+    """One call's private memory: `arrays` (one per value of the description; constants are
+    the executor's shared read-only arrays), the storage `pools` the intermediates view, and
+    `calls` (per kernel: function, arrays, raw C function or None, argument pointers)."""
+
+    arrays: list[np.ndarray]
+    pools: list[np.ndarray]
+    calls: list[tuple[Any, list[np.ndarray], Any, tuple]]
 
 
 class GraphExecutor:
-    """Kernels of `module` run in the order of `desc["kernels"]` (see `compiler.describe`)."""
+    """Kernels of `module` run in the order of `desc["kernels"]` (see `compiler.describe`).
 
-    def __init__(self, module: Any, desc: Mapping[str, Any], params: Mapping[str, np.ndarray]):
+    The description is checked first (`validate.check_description`), and one arena is made and
+    bound at once, so a description that does not match the kernels fails here, not in a run.
+    Safe to use from many threads: see the module docstring."""
+
+    def __init__(self, module: Any, desc: Mapping[str, Any], params: Mapping[str, np.ndarray],
+                 max_concurrency: int | None = None):
+        check_description(desc, params)
         self.desc = desc
         self.module = module
-        self.pools = [aligned_empty((), "uint8", int(n)) for n in desc["storages"]]
-        arrays: list[np.ndarray] = []
-        for v in desc["values"]:
-            shape, dtype = tuple(v["shape"]), v["dtype"]
-            if v["kind"] == "const":
-                arr = aligned_empty(shape, dtype)
-                arr[...] = np.asarray(params[v["param"]], dtype=dtype).reshape(shape)
-            elif v["kind"] == "intermediate":
-                nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-                arr = self.pools[v["storage"]][:nbytes].view(dtype).reshape(shape)
-            else:
-                arr = aligned_empty(shape, dtype)
-            arrays.append(arr)
-        self.arrays = arrays
         self.inputs = list(desc["inputs"])
         self.outputs = list(desc["outputs"])
-        self._calls = [(module[k["name"]], [arrays[a] for a in k["args"]])
-                       for k in desc["kernels"]]
-        self._fast = [_bind(fn, args) for fn, args in self._calls]
+        values = desc["values"]
+        self.params: dict[str, np.ndarray] = {}
+        self.consts: dict[int, np.ndarray] = {}
+        for i, v in enumerate(values):
+            if v["kind"] == "const":
+                key = v["param"]
+                if key not in self.params:
+                    self.params[key] = _shared_const(params[key], v["shape"], v["dtype"])
+                self.consts[i] = self.params[key]
+        if desc["kernels"] and module is None:
+            raise PackageError("the model description lists kernels but no module holds them")
+        self._functions = [self._function(k) for k in desc["kernels"]]
         self._output_source: dict[int, int] = {}
+        self._skip: set[int] = set()
         for i, k in enumerate(desc["kernels"]):
             src = self._reshape_to_output(i, k)
             if src is not None:  # the kernel only copies: read the output from its source
                 self._output_source[k["args"][1]] = src
-                self._fast[i] = (_skipped, [], None, ())
+                self._skip.add(i)
+        self.pool: ArenaPool[Arena] = ArenaPool(self.new_arena, max_concurrency or
+                                                default_limit())
+        self.pool.add(self.new_arena())  # binds every kernel now: mismatches fail at load
+
+    def _function(self, k: Mapping[str, Any]) -> Any:
+        if k["name"] not in self.module:
+            known = ", ".join(getattr(self.module, "function_names", [])[:8])
+            raise PackageError(f"{_where(k)}: the model description names kernel {k['name']!r}, "
+                               f"which the module does not define (it has: {known}, ...); a "
+                               "corrupt or edited package")
+        return self.module[k["name"]]
 
     def _reshape_to_output(self, i: int, k: Mapping[str, Any]) -> int | None:
         """The source value of kernel `i` if it only reshapes an intermediate into a graph
         output that nothing reads later and whose source storage no later kernel touches
-        (a model ending in a reshape: the copy is left to `get_outputs`), else None."""
+        (a model ending in a reshape: the copy is left to `outputs`), else None."""
         vals = self.desc["values"]
         if set(k.get("ops", ())) != {"reshape"} or len(k["args"]) != 2 or k["outputs"] != 1:
             return None
@@ -112,6 +190,35 @@ class GraphExecutor:
             return None
         return src
 
+    # arenas ---------------------------------------------------------------------------------
+    def new_arena(self) -> Arena:
+        """Allocate one call's buffers and bind every kernel to them."""
+        pools = [aligned_empty((), "uint8", int(n)) for n in self.desc["storages"]]
+        arrays: list[np.ndarray] = []
+        for i, v in enumerate(self.desc["values"]):
+            shape, dtype = tuple(v["shape"]), v["dtype"]
+            if v["kind"] == "const":
+                arr = self.consts[i]
+            elif v["kind"] == "intermediate":
+                nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+                arr = pools[v["storage"]][:nbytes].view(dtype).reshape(shape)
+            else:
+                arr = aligned_empty(shape, dtype)
+            arrays.append(arr)
+        calls = []
+        for i, (fn, k) in enumerate(zip(self._functions, self.desc["kernels"])):
+            if i in self._skip:
+                calls.append((_skipped, [], None, ()))
+            else:
+                calls.append(_bind(fn, [arrays[a] for a in k["args"]], k))
+        return Arena(arrays, pools, calls)
+
+    @contextmanager
+    def arena(self) -> Iterator[Arena]:
+        """An arena for the calling thread until the block ends (waits at the bound)."""
+        with self.pool.borrow() as a:
+            yield a
+
     # inputs ---------------------------------------------------------------------------------
     def expected(self) -> str:
         return ", ".join(f"{i['name']}: {i['dtype']}{list(i['shape'])}" for i in self.inputs)
@@ -120,7 +227,9 @@ class GraphExecutor:
         raise InputError(f"{what}. The model expects {len(self.inputs)} input(s): "
                          f"{self.expected()}.")
 
-    def set_inputs(self, inputs: Mapping[str, Any] | Sequence[Any]) -> None:
+    def check_inputs(self, inputs: Mapping[str, Any] | Sequence[Any]
+                     ) -> list[tuple[int, np.ndarray]]:
+        """(value index, array) per model input, after checking names, shapes and dtypes."""
         if isinstance(inputs, np.ndarray):
             inputs = [inputs]
         if isinstance(inputs, Mapping):
@@ -141,6 +250,7 @@ class GraphExecutor:
             if len(seq) != len(self.inputs):
                 self._fail(f"Wrong inputs: {len(seq)} positional input(s) given")
             items = list(zip(self.inputs, seq))
+        checked = []
         for spec, x in items:
             if not isinstance(x, np.ndarray):
                 x = np.asarray(x)
@@ -151,46 +261,70 @@ class GraphExecutor:
                            f"expected {spec['dtype']}{list(spec['shape'])}"
                            + (f" (convert with .astype('{spec['dtype']}'))"
                               if x.dtype != np.dtype(spec["dtype"]) else ""))
-            np.copyto(self.arrays[spec["value"]], x)
+            checked.append((spec["value"], x))
+        return checked
+
+    def set_inputs(self, arena: Arena, inputs: Mapping[str, Any] | Sequence[Any]) -> None:
+        for vi, x in self.check_inputs(inputs):
+            np.copyto(arena.arrays[vi], x)
 
     # running --------------------------------------------------------------------------------
-    def execute(self) -> None:
-        for fn, args, cfunc, ptrs in self._fast:
+    def _kernel_error(self, i: int, fn: Any, status: int) -> TensorforgeError:
+        return fn.error(status, context=_where(self.desc["kernels"][i]))
+
+    def execute(self, arena: Arena) -> None:
+        """Run every kernel once over `arena` (inputs already set)."""
+        for i, (fn, args, cfunc, ptrs) in enumerate(arena.calls):
             if cfunc is None:
                 fn(*args)
-            elif cfunc(*ptrs):
-                fn(*args)  # the checked call raises with the kernel's message
+            else:
+                status = cfunc(*ptrs)
+                if status:
+                    raise self._kernel_error(i, fn, status)
 
-    def profile(self, repeat: int = 10) -> list[list[float]]:
+    def execute_kernel(self, arena: Arena, i: int) -> None:
+        """Run kernel `i` alone over `arena` (for `verify` and `profile`)."""
+        fn, args, cfunc, ptrs = arena.calls[i]
+        if cfunc is None:
+            fn(*args)
+        else:
+            status = cfunc(*ptrs)
+            if status:
+                raise self._kernel_error(i, fn, status)
+
+    def profile(self, arena: Arena, repeat: int = 10) -> list[list[float]]:
         """Seconds of every kernel call, in order, for each of `repeat` executions (the
         kernels run in sequence as in `execute`, each timed on its own)."""
         clock = time.perf_counter
         runs = []
         for _ in range(max(1, repeat)):
             ts = []
-            for fn, args, cfunc, ptrs in self._fast:
+            for i in range(len(arena.calls)):
                 t0 = clock()
-                if cfunc is None:
-                    fn(*args)
-                elif cfunc(*ptrs):
-                    fn(*args)
+                self.execute_kernel(arena, i)
                 ts.append(clock() - t0)
             runs.append(ts)
         return runs
 
-    def get_outputs(self) -> list[np.ndarray]:
-        outs = []
-        for o in self.outputs:
-            src = self._output_source.get(o["value"])
-            arr = self.arrays[o["value"]] if src is None else \
-                self.arrays[src].reshape(tuple(o["shape"]))
-            outs.append(arr.copy())
-        return outs
+    def value(self, arena: Arena, vi: int) -> np.ndarray:
+        """The array holding value `vi` in `arena` after a run (an output left to the output
+        copy is read from its source)."""
+        src = self._output_source.get(vi)
+        if src is None:
+            return arena.arrays[vi]
+        return arena.arrays[src].reshape(tuple(self.desc["values"][vi]["shape"]))
+
+    def get_outputs(self, arena: Arena) -> list[np.ndarray]:
+        """Copies of the outputs (the arena's buffers are reused by the next call)."""
+        return [self.value(arena, o["value"]).copy() for o in self.outputs]
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
-        self.set_inputs(inputs)
-        self.execute()
-        return self.get_outputs()
+        checked = self.check_inputs(inputs)
+        with self.pool.borrow() as arena:
+            for vi, x in checked:
+                np.copyto(arena.arrays[vi], x)
+            self.execute(arena)
+            return self.get_outputs(arena)
 
 
 @dataclass
@@ -211,16 +345,43 @@ class BenchmarkResult:
 
 
 class CompiledModel:
-    """A compiled model: `run(inputs)`, `benchmark()`, `export(path)`.
+    """A compiled model: `run(inputs)`, `benchmark()`, `profile()`, `export(path)`, `close()`.
 
     Made by `tensorforge.compile` (kernels JIT-compiled in this process) or by
-    `tensorforge.load` (kernels from an exported shared library)."""
+    `tensorforge.load` (kernels from a package's shared library).
 
-    def __init__(self, module: Any, desc: Mapping[str, Any], params: Mapping[str, np.ndarray]):
+    Thread safety: `run`, `benchmark` and `profile` may be called from any number of threads
+    at once, and re-entrantly; each call works in its own arena (buffers of the memory plan,
+    inputs, outputs) taken from a pool of at most `max_concurrency` arenas (default: the CPUs
+    this process may use; callers beyond it wait), and gets results bit-identical to a call
+    made alone. Constants are shared and read-only. `close()` waits for running calls, then
+    frees the arenas and anything the model holds on disk; the model is also a context manager.
+
+    `params` maps each constant's key to the one array the kernels read (read-only)."""
+
+    def __init__(self, module: Any, desc: Mapping[str, Any], params: Mapping[str, np.ndarray],
+                 max_concurrency: int | None = None, derived: Mapping[str, Any] | None = None,
+                 on_close: Sequence[Any] = ()):
         self.module = module
         self.desc = dict(desc)
-        self.params = dict(params)
-        self.executor = GraphExecutor(module, desc, params)
+        self.executor = GraphExecutor(module, self.desc, params, max_concurrency)
+        #: param key -> `params_store.Derived`: how a constant was computed from a smaller
+        #: stored array (export writes that array and the recipe instead of the constant)
+        self.derived = dict(derived or {})
+        self._on_close = list(on_close)
+
+    @property
+    def params(self) -> Mapping[str, np.ndarray]:
+        return MappingProxyType(self.executor.params)
+
+    @property
+    def max_concurrency(self) -> int:
+        """How many calls may run at once; more wait for a free arena (settable)."""
+        return self.executor.pool.limit
+
+    @max_concurrency.setter
+    def max_concurrency(self, value: int) -> None:
+        self.executor.pool.limit = value
 
     @property
     def input_specs(self) -> list[dict[str, Any]]:
@@ -237,7 +398,8 @@ class CompiledModel:
         return [k["name"] for k in self.desc["kernels"]]
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any] | np.ndarray) -> list[np.ndarray]:
-        """Inputs by name (dict) or position (list); returns the outputs as numpy arrays."""
+        """Inputs by name (dict) or position (list); returns the outputs as new numpy arrays.
+        Safe to call from many threads at once (see the class docstring)."""
         return self.executor.run(inputs)
 
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
@@ -256,16 +418,18 @@ class CompiledModel:
     def benchmark(self, inputs: Any = None, repeat: int = 10, number: int = 1,
                   warmup: int = 1) -> BenchmarkResult:
         """Time `run` without the input/output copies: `repeat` samples of the mean of
-        `number` executions each, after `warmup` executions."""
-        self.executor.set_inputs(self.random_inputs() if inputs is None else inputs)
-        for _ in range(warmup):
-            self.executor.execute()
-        times = []
-        for _ in range(max(1, repeat)):
-            t0 = time.perf_counter()
-            for _ in range(max(1, number)):
-                self.executor.execute()
-            times.append((time.perf_counter() - t0) / max(1, number))
+        `number` executions each, after `warmup` executions (in one arena of the pool)."""
+        ex = self.executor
+        with ex.arena() as arena:
+            ex.set_inputs(arena, self.random_inputs() if inputs is None else inputs)
+            for _ in range(warmup):
+                ex.execute(arena)
+            times = []
+            for _ in range(max(1, repeat)):
+                t0 = time.perf_counter()
+                for _ in range(max(1, number)):
+                    ex.execute(arena)
+                times.append((time.perf_counter() - t0) / max(1, number))
         return BenchmarkResult(statistics.median(times), statistics.fmean(times),
                                statistics.pstdev(times), min(times), max(times), times)
 
@@ -273,10 +437,12 @@ class CompiledModel:
                 warmup: int = 1) -> list[dict[str, Any]]:
         """Per-kernel medians over `repeat` executions, in call order: one dict per call with
         `name`, `group`, `schedule`, `median` and `share` (of the summed medians) seconds."""
-        self.executor.set_inputs(self.random_inputs() if inputs is None else inputs)
-        for _ in range(warmup):
-            self.executor.execute()
-        runs = self.executor.profile(repeat)
+        ex = self.executor
+        with ex.arena() as arena:
+            ex.set_inputs(arena, self.random_inputs() if inputs is None else inputs)
+            for _ in range(warmup):
+                ex.execute(arena)
+            runs = ex.profile(arena, repeat)
         meds = [statistics.median(col) for col in zip(*runs)]
         total = sum(meds) or 1.0
         return [{"name": k["name"], "group": k.get("group", k["name"]),
@@ -284,10 +450,28 @@ class CompiledModel:
                 for k, t in zip(self.desc["kernels"], meds)]
 
     def export(self, path: Any) -> str:
-        """Write one `.tfpkg` file (library, its signatures, graph description, params)."""
+        """Write one `.tfpkg` file (see `runtime.package`); returns its path."""
         from .package import export_package
 
         return export_package(self, path)
+
+    def close(self) -> None:
+        """Wait for running calls, free the arenas and whatever the model holds on disk (a
+        loaded package's temporary files). Later calls raise `ClosedError`. Idempotent."""
+        self.executor.pool.close()
+        hooks, self._on_close = self._on_close, []
+        for hook in hooks:
+            hook()
+
+    @property
+    def closed(self) -> bool:
+        return self.executor.pool.closed
+
+    def __enter__(self) -> CompiledModel:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         ins = ", ".join(f"{s['name']}: {s['dtype']}{list(s['shape'])}" for s in self.input_specs)

@@ -3,15 +3,30 @@
 `Module` is target-independent: a backend subclasses it (the LLVM JIT module, a CUDA module)
 and fills in the functions. `load_module` opens a shared library written by
 `Module.export_library` with ctypes alone, so exported models run without the compiler (and
-without llvmlite) installed. The library's kernels are described by a JSON sidecar
-`<path>.json`:
+without llvmlite) installed. The library's kernels are described twice:
 
-    {"format": "tensorforge.cpu-library", "version": 1, "entry_name": "add",
-     "functions": [{"name": "add", "symbol": "add", "params": [...], "asserts": [...]}]}
+* by a JSON sidecar `<path>.json`:
 
-where `params` are `Param` records (see `cfunction.py`). A sidecar of another format that
-names a `"loader": "module:function"` is loaded by that function (`loader(path, meta)`), e.g.
-a VDLA instruction stream by `tensorforge_vdla.codegen:load_vdla_module`.
+      {"format": "tensorforge.cpu-library", "version": 2, "entry_name": "add",
+       "target": {...}, "functions": [{"name": "add", "symbol": "add", "params": [...],
+                                        "asserts": [...]}]}
+
+  where `params` are `Param` records (see `cfunction.py`);
+* by the library itself: two data symbols, `tensorforge_kernel_table` (the bytes of a JSON
+  object `{"format": "tensorforge.kernel-table", "version": 1, "target": {...},
+  "functions": [...]}`, the same function records) and `tensorforge_kernel_table_size`
+  (an int64, its length). `kernel_table_c_source` writes them for a hand-made C library.
+
+`load_module` trusts the library's own table: only functions it lists can be called, with the
+signatures it gives, and a sidecar that disagrees with it is refused. So an edited sidecar (or
+a package's edited `graph.json`) cannot point a kernel name at another exported function or
+change a kernel's parameters. Opening a library runs its constructors: a library is native
+code and must be trusted like any shared library (packages verify their hashes first).
+
+A sidecar of another format that names a `"loader": "module:function"` is loaded by that
+function (`loader(path, meta)`), e.g. a VDLA instruction stream by
+`tensorforge_vdla.codegen:load_vdla_module` (`load_module` only; a package names registered
+loader kinds, never an importable path).
 """
 
 from __future__ import annotations
@@ -22,14 +37,22 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tensorforge.errors import TensorforgeError
+from tensorforge.errors import PackageError, TensorforgeError
 
 from .cfunction import CFunction, params_from_json
 
-__all__ = ["LIBRARY_FORMAT", "LibraryModule", "Module", "load_module"]
+__all__ = ["KERNEL_TABLE_SYMBOL", "LIBRARY_FORMAT", "LibraryModule", "Module",
+           "kernel_table_bytes", "kernel_table_c_source", "load_module", "open_library"]
 
 LIBRARY_FORMAT = "tensorforge.cpu-library"
-LIBRARY_VERSION = 1
+#: sidecar versions this tensorforge reads (2: the library carries its kernel table)
+LIBRARY_VERSION = 2
+LIBRARY_MIN_VERSION = 2
+KERNEL_TABLE_FORMAT = "tensorforge.kernel-table"
+KERNEL_TABLE_VERSION = 1
+KERNEL_TABLE_SYMBOL = "tensorforge_kernel_table"
+KERNEL_TABLE_SIZE_SYMBOL = "tensorforge_kernel_table_size"
+_MAX_TABLE_BYTES = 64 << 20
 
 
 class Module:
@@ -80,6 +103,15 @@ class Module:
             "whose code generator supports export (e.g. 'llvm')"
         )
 
+    def target_info(self) -> dict[str, Any]:
+        """The code-generation options the kernels were built with (`mtriple`, `mcpu`,
+        `mattr`, ...): what a package records to check a host against. {} if unknown."""
+        return {}
+
+    def close(self) -> None:
+        """Release what the module holds beyond memory (files, device state); the default has
+        nothing to release."""
+
     def get_source(self, fmt: str = "") -> str:
         """The generated code in format `fmt` (backend-specific: "ll", "asm", "cuda" ...)."""
         raise TensorforgeError(f"a {self.type_key} module has no source to show")
@@ -89,26 +121,202 @@ class Module:
 
 
 class LibraryModule(Module):
-    """Kernels of a shared library opened with ctypes (see `load_module`)."""
+    """Kernels of a shared library opened with ctypes (see `load_module`). `meta` is its
+    sidecar (checked against the library's kernel table); `data` the library's bytes when the
+    file itself is gone (a package's library is deleted once opened)."""
 
     type_key = "library"
 
     def __init__(self, path: str, lib: ctypes.CDLL, functions: Mapping[str, CFunction],
-                 entry_name: str | None):
+                 entry_name: str | None, meta: Mapping[str, Any] | None = None,
+                 data: bytes | None = None):
         super().__init__(functions, entry_name)
         self.path = path
+        self.meta = dict(meta or {})
         self._lib = lib
+        self._data = data
+
+    def target_info(self) -> dict[str, Any]:
+        """The code-generation options the library was built with (from its kernel table)."""
+        return dict(self.meta.get("target") or {})
+
+    def library_bytes(self) -> bytes:
+        if self._data is not None:
+            return self._data
+        with open(self.path, "rb") as f:
+            return f.read()
 
     def export_library(self, path: str | os.PathLike[str]) -> None:
-        import shutil
+        """Write the library and its sidecar; each replaces any file there (a new inode:
+        rewriting a loaded library in place would pull code from under a running process)."""
+        from .files import atomic_output
 
         path = os.fspath(path)
-        shutil.copyfile(self.path, path)
-        shutil.copyfile(self.path + ".json", path + ".json")
+        data = self.library_bytes()
+        with atomic_output(path) as tmp, open(tmp, "wb") as f:
+            f.write(data)
+        with atomic_output(sidecar_path(path)) as tmp, open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.meta, f, indent=1)
 
 
 def sidecar_path(path: str | os.PathLike[str]) -> str:
     return os.fspath(path) + ".json"
+
+
+def kernel_table_bytes(functions: list[Mapping[str, Any]],
+                       target: Mapping[str, Any] | None = None) -> bytes:
+    """The JSON a library embeds as `tensorforge_kernel_table` (see the module docstring)."""
+    table = {"format": KERNEL_TABLE_FORMAT, "version": KERNEL_TABLE_VERSION,
+             "target": dict(target or {}), "functions": list(functions)}
+    return json.dumps(table, sort_keys=True, separators=(",", ":")).encode()
+
+
+def kernel_table_c_source(table: bytes) -> str:
+    """C definitions of the two table symbols, for a library written by hand or by a C
+    code generator."""
+    body = "".join(f"\\x{b:02x}" for b in table)
+    return (f'#include <stdint.h>\nconst char {KERNEL_TABLE_SYMBOL}[] = "{body}";\n'
+            f"const int64_t {KERNEL_TABLE_SIZE_SYMBOL} = {len(table)};\n")
+
+
+def check_sidecar(meta: Any, where: str) -> dict[str, Any]:
+    """The sidecar `meta` if it is one this tensorforge reads, else a `PackageError`."""
+    if not isinstance(meta, dict) or meta.get("format") != LIBRARY_FORMAT:
+        raise PackageError(f"{where} does not describe a tensorforge CPU library")
+    version = meta.get("version")
+    if not isinstance(version, int) or version > LIBRARY_VERSION:
+        raise PackageError(f"{where} was written by a newer tensorforge (library format "
+                           f"{version!r}, this one reads {LIBRARY_MIN_VERSION}..{LIBRARY_VERSION})"
+                           "; upgrade tensorforge to load it")
+    if version < LIBRARY_MIN_VERSION:
+        raise PackageError(f"{where} was written by an older tensorforge (library format "
+                           f"{version}, this one reads {LIBRARY_MIN_VERSION}..{LIBRARY_VERSION}):"
+                           " its library carries no kernel table to check it against; compile "
+                           "and export it again")
+    if not isinstance(meta.get("functions"), list):
+        raise PackageError(f"{where} lists no functions")
+    return meta
+
+
+_NO_TABLE = ("carries no kernel table ({sym}): it was not written by this tensorforge's "
+             "export_library; compile and export it again")
+
+
+def _parse_table(raw: bytes, where: str) -> dict[str, Any]:
+    try:
+        table = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise PackageError(f"library {where}: its kernel table is not valid JSON: {e}") from None
+    if not isinstance(table, dict) or table.get("format") != KERNEL_TABLE_FORMAT or \
+            table.get("version") != KERNEL_TABLE_VERSION or \
+            not isinstance(table.get("functions"), list):
+        raise PackageError(f"library {where}: its kernel table is of an unknown format "
+                           f"({str(table)[:80]}...)")
+    return table
+
+
+def file_kernel_table(data: bytes, where: str) -> dict[str, Any] | None:
+    """The kernel table of a library's file bytes, read without loading it (ELF only; None
+    for other formats). A missing table is a `PackageError`: nothing of the library ran."""
+    from .elf import elf_machine, elf_symbol_bytes
+
+    if elf_machine(data) is None:
+        return None
+    raw = elf_symbol_bytes(data, KERNEL_TABLE_SYMBOL)
+    size = elf_symbol_bytes(data, KERNEL_TABLE_SIZE_SYMBOL)
+    if raw is None or size is None or len(size) != 8:
+        raise PackageError(f"library {where} " + _NO_TABLE.format(sym=KERNEL_TABLE_SYMBOL)
+                           + " (nothing of it was run)")
+    n = int.from_bytes(size, "little" if data[5] == 1 else "big")
+    if not 0 < n <= min(len(raw), _MAX_TABLE_BYTES):
+        raise PackageError(f"library {where} has a kernel table of {n} bytes")
+    return _parse_table(raw[:n], where)
+
+
+def read_kernel_table(lib: ctypes.CDLL, where: str) -> dict[str, Any]:
+    """The kernel table the opened library `lib` carries, parsed and checked."""
+    try:
+        size = ctypes.c_int64.in_dll(lib, KERNEL_TABLE_SIZE_SYMBOL).value
+        if not 0 < size <= _MAX_TABLE_BYTES:
+            raise PackageError(f"library {where} has a kernel table of {size} bytes")
+        raw = bytes((ctypes.c_char * size).in_dll(lib, KERNEL_TABLE_SYMBOL))
+    except ValueError:  # ctypes: symbol not found
+        raise PackageError(f"library {where} " + _NO_TABLE.format(sym=KERNEL_TABLE_SYMBOL)
+                           ) from None
+    return _parse_table(raw, where)
+
+
+def _same_function(a: Mapping[str, Any], b: Mapping[str, Any]) -> str | None:
+    """None if the records agree, else what differs."""
+    for key in ("name", "symbol", "params", "asserts"):
+        va, vb = a.get(key, [] if key != "symbol" else a.get("name")), \
+            b.get(key, [] if key != "symbol" else b.get("name"))
+        if json.dumps(va, sort_keys=True) != json.dumps(vb, sort_keys=True):
+            return f"{key}: {json.dumps(va)[:160]} in the signature file, {json.dumps(vb)[:160]} " \
+                   "in the library"
+    return None
+
+
+def open_library(path: str, meta: Mapping[str, Any], data: bytes | None = None,
+                 where: str | None = None) -> LibraryModule:
+    """Open the library at `path` (its sidecar `meta` already parsed; `data` its bytes, when
+    the caller holds them) and build its kernels from the library's own kernel table, after
+    checking that `meta` agrees with it. For an ELF library the table is read from the file
+    and checked before the library is opened (its constructors run at opening)."""
+    where = where or repr(path)
+    meta = check_sidecar(meta, f"the signature file of {where}")
+    if data is None:
+        with open(path, "rb") as f:
+            data = f.read()
+    before = file_kernel_table(data, where)
+    if before is not None:
+        _match(meta, before, where)
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise PackageError(f"cannot load the library {where}: {e}") from e
+    table = read_kernel_table(lib, where)
+    if before is not None and table != before:
+        raise PackageError(f"library {where}: its kernel table in memory is not the one in its "
+                           "file")
+    own = _match(meta, table, where)
+    functions: dict[str, CFunction] = {}
+    for name, fmeta in own.items():
+        symbol = fmeta.get("symbol", name)
+        try:
+            cfn = getattr(lib, symbol)
+        except AttributeError:
+            raise PackageError(f"library {where} has no symbol {symbol!r}") from None
+        address = ctypes.cast(cfn, ctypes.c_void_p).value
+        try:
+            params = params_from_json(fmeta["params"])
+            functions[name] = CFunction(name, address, params, fmeta.get("asserts", ()),
+                                        owner=lib)
+        except (KeyError, TypeError, ValueError) as e:
+            raise PackageError(f"kernel {name!r} of {where}: malformed signature ({e})") from None
+    full = dict(meta)
+    full.setdefault("target", table.get("target", {}))
+    return LibraryModule(path, lib, functions, meta.get("entry_name"), full, data)
+
+
+def _match(meta: Mapping[str, Any], table: Mapping[str, Any], where: str
+           ) -> dict[str, Mapping[str, Any]]:
+    """The table's functions by name, if the sidecar `meta` lists exactly them with the same
+    records; else a `PackageError` naming the difference."""
+    listed = {f.get("name"): f for f in meta["functions"] if isinstance(f, dict)}
+    own = {f.get("name"): f for f in table["functions"] if isinstance(f, dict)}
+    if set(listed) != set(own) or len(listed) != len(meta["functions"]):
+        extra = sorted(map(str, set(listed) - set(own)))
+        raise PackageError(
+            f"the signature file of {where} lists functions the library's kernel table does "
+            f"not ({', '.join(extra) or 'duplicates'}); only the library's own kernels can be "
+            "called (a corrupt or edited package)")
+    for name, fmeta in own.items():
+        diff = _same_function(listed[name], fmeta)
+        if diff is not None:
+            raise PackageError(f"kernel {name!r} of {where}: the signature file disagrees with "
+                               f"the library's kernel table ({diff}); a corrupt or edited package")
+    return own
 
 
 def load_module(path: str | os.PathLike[str]) -> Module:
@@ -125,32 +333,9 @@ def load_module(path: str | os.PathLike[str]) -> Module:
         ) from None
     except json.JSONDecodeError as e:
         raise TensorforgeError(f"cannot load {path!r}: {meta_path!r} is not valid JSON: {e}") from e
-    loader = meta.get("loader")
+    loader = meta.get("loader") if isinstance(meta, dict) else None
     if loader and meta.get("format") != LIBRARY_FORMAT:  # a target's own format (e.g. VDLA)
         from tensorforge.plugins.descriptors import load_ref
 
         return load_ref(loader)(path, meta)  # type: ignore[no-any-return]
-    if meta.get("format") != LIBRARY_FORMAT:
-        raise TensorforgeError(f"{meta_path!r} does not describe a tensorforge CPU library")
-    if int(meta.get("version", 0)) > LIBRARY_VERSION:
-        raise TensorforgeError(
-            f"{path!r} was written by a newer tensorforge (format version {meta['version']}); "
-            "upgrade tensorforge to load it"
-        )
-    try:
-        lib = ctypes.CDLL(path)
-    except OSError as e:
-        raise TensorforgeError(f"cannot load the library {path!r}: {e}") from e
-    functions: dict[str, CFunction] = {}
-    for fmeta in meta["functions"]:
-        symbol = fmeta.get("symbol", fmeta["name"])
-        try:
-            cfn = getattr(lib, symbol)
-        except AttributeError:
-            raise TensorforgeError(f"library {path!r} has no symbol {symbol!r}") from None
-        address = ctypes.cast(cfn, ctypes.c_void_p).value
-        functions[fmeta["name"]] = CFunction(
-            fmeta["name"], address, params_from_json(fmeta["params"]),
-            fmeta.get("asserts", ()), owner=lib,
-        )
-    return LibraryModule(path, lib, functions, meta.get("entry_name"))
+    return open_library(path, meta, where=repr(path))

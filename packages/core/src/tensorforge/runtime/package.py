@@ -1,83 +1,363 @@
-"""The `.tfpkg` artifact: one zip file holding
+"""The `.tfpkg` artifact: one zip file that runs without the compiler.
 
-    lib.so          the kernels (a shared library, loaded with ctypes)
-    lib.so.json     its kernel signatures (see `runtime.module`)
+Members (format version 2):
+
+    manifest.json   format, version, the sha256 and size of every other member, the modules
+                    (each with a loader kind, its files and what it requires of the machine),
+                    where the graph and the parameters are
     graph.json      the executor's description: inputs, outputs, values, storages, kernels
-    params.npz      the constants, by the `param` key of their value
+    params.json     the parameter index, params.bin the arrays (see `params_store`: each
+                    constant in its smallest faithful form, transforms redone at load)
+    lib.so          the CPU kernels (a shared library carrying its own kernel table)
+    lib.so.json     their signatures (checked against that table)
 
-`load` extracts it to a private temporary directory and opens it with numpy and ctypes only.
+The manifest's `modules` is a list so that a package can hold several (a CPU library and
+device code later); each entry names a `loader` (a kind registered with
+`register_module_loader`, never an importable path: a package cannot make `load` import
+anything) and its member files.
+
+A package contains native code: loading one runs the library's code, so it must be trusted
+like any shared library. `load` checks what it can before that code is reached: every member's
+sha256 against the manifest (what is hashed is what is used: members are read once into memory,
+hashed, and the library file is written from those bytes into a private directory), the whole
+file against `sha256=` when given, the format versions (too new and too old), the architecture,
+OS and CPU features the code was built for against this machine, the library's ELF machine,
+and the signatures against the kernel table the library carries (read from the file); after
+opening it, the table in memory again, and every kernel binding of the description (argument
+counts, shapes, dtypes) before the first run. Temporary files are gone when `load` returns,
+whether it succeeded or not.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import io
 import json
 import os
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
+from tensorforge._version import __version__
+from tensorforge.errors import PackageError, TensorforgeError
 
-from tensorforge.errors import TensorforgeError
+from .cpu_features import check_host, required_features, triple_arch, triple_os
+from .elf import elf_machine
+from .files import atomic_output
+from .module import Module, open_library
+from .params_store import pack_params, unpack_params
+from .validate import check_description
 
-from .module import load_module
+__all__ = ["PACKAGE_FORMAT", "PACKAGE_VERSION", "export_package", "load", "read_package",
+           "register_module_loader"]
 
 PACKAGE_FORMAT = "tensorforge.package"
-PACKAGE_VERSION = 1
-_LIB = "lib.so"
+#: package versions this tensorforge reads: 2 added hashes, modules, requirements, the
+#: library's kernel table and derived parameters; 1 had none of them
+PACKAGE_VERSION = 2
+PACKAGE_MIN_VERSION = 2
+_MANIFEST = "manifest.json"
+_MAX_MANIFEST = 1 << 20
+_MAX_MEMBERS = 256
+
+ModuleLoader = Callable[[Mapping[str, Any], Mapping[str, bytes], str, str], Module]
+_LOADERS: dict[str, ModuleLoader] = {}
+
+
+def register_module_loader(kind: str, loader: ModuleLoader) -> None:
+    """Make `load` able to open modules of `kind`: `loader(entry, members, tmpdir, where)`
+    gets the manifest's module entry, the package's verified member bytes by name, a private
+    temporary directory (removed when `load` returns) and a name for messages, and returns a
+    `Module`. It must check the entry's `requires` against this machine before running any of
+    the module's code."""
+    _LOADERS[kind] = loader
+
+
+# -- export ---------------------------------------------------------------------------------
+def requirements(target: Mapping[str, Any], target_string: str = "") -> dict[str, Any]:
+    """What code built with `target` (`Module.target_info()`) needs of a machine."""
+    triple = target.get("mtriple") or ""
+    arch = triple_arch(triple)
+    features, known = required_features(target.get("mcpu") or "", target.get("mattr") or "",
+                                        arch)
+    out: dict[str, Any] = {"arch": arch, "os": triple_os(triple), "features": features,
+                           "target": target_string}
+    if not known:
+        out["cpu_unknown"] = target.get("mcpu")
+    return out
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def export_package(model: Any, path: Any) -> str:
+    """Write `model` (a CompiledModel) as one `.tfpkg` file, atomically: the file appears
+    complete or not at all. Returns the path."""
     path = os.fspath(path)
-    if model.module is None:
+    module = model.module
+    if module is None and model.desc["kernels"]:
         raise TensorforgeError("this model has no kernels to export")
-    with tempfile.TemporaryDirectory(prefix="tfpkg-") as d:
-        lib = os.path.join(d, _LIB)
-        model.module.export_library(lib)
-        buf = io.BytesIO()
-        np.savez(buf, **model.params)
-        manifest = {"format": PACKAGE_FORMAT, "version": PACKAGE_VERSION}
-        tmp = path + ".tmp"
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as z:
-            z.writestr("manifest.json", json.dumps(manifest))
-            z.write(lib, _LIB)
-            z.write(lib + ".json", _LIB + ".json")
-            z.writestr("graph.json", json.dumps(model.desc, indent=1))
-            z.writestr("params.npz", buf.getvalue())
-        os.replace(tmp, path)
+    members: dict[str, bytes] = {}
+    modules = []
+    if module is not None:
+        with tempfile.TemporaryDirectory(prefix="tfpkg-export-") as d:
+            lib = os.path.join(d, "lib.so")
+            module.export_library(lib)
+            with open(lib, "rb") as f:
+                members["lib.so"] = f.read()
+            with open(lib + ".json", "rb") as f:
+                members["lib.so.json"] = f.read()
+        modules.append({"name": "cpu", "loader": "cpu-library",
+                        "files": {"library": "lib.so", "signatures": "lib.so.json"},
+                        "requires": requirements(module.target_info(),
+                                                 str(model.desc.get("target", "")))})
+    index, blob, stats = pack_params(dict(model.params), getattr(model, "derived", None))
+    members["graph.json"] = json.dumps(model.desc, indent=1).encode()
+    members["params.json"] = index
+    members["params.bin"] = blob
+    manifest = {
+        "format": PACKAGE_FORMAT, "version": PACKAGE_VERSION,
+        "created_by": f"tensorforge {__version__}",
+        "members": {n: {"sha256": _sha256(b), "size": len(b)} for n, b in members.items()},
+        "modules": modules,
+        "graph": "graph.json",
+        "params": {"index": "params.json", "data": "params.bin", **stats},
+    }
+    with atomic_output(path) as tmp:
+        try:
+            with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as z:
+                z.writestr(_MANIFEST, json.dumps(manifest, indent=1))
+                for name, data in members.items():
+                    z.writestr(name, data)
+        except OSError as e:
+            raise TensorforgeError(f"cannot write {path!r}: {e.strerror or e}") from None
     return path
 
 
-def load(path: Any) -> Any:
-    """Load a `.tfpkg` written by `CompiledModel.export`; returns a CompiledModel."""
+# -- reading and verifying ------------------------------------------------------------------
+def _read_file(path: str, sha256: str | None) -> bytes:
+    if not os.path.exists(path):
+        raise TensorforgeError(f"cannot load {path!r}: no such file")
+    if os.path.isdir(path):
+        raise TensorforgeError(f"cannot load {path!r}: it is a directory, not a .tfpkg file")
+    with open(path, "rb") as f:
+        data = f.read()
+    if sha256 is not None:
+        want = str(sha256).strip().lower()
+        if len(want) != 64 or any(c not in "0123456789abcdef" for c in want):
+            raise TensorforgeError(f"sha256={sha256!r}: give the 64 hex digits of the package's "
+                                   "SHA-256 (e.g. from `sha256sum PACKAGE`)")
+        got = _sha256(data)
+        if got != want:
+            raise PackageError(f"cannot load {path!r}: its SHA-256 is {got}, not the pinned "
+                               f"{want}; the file is not the package you pinned")
+    return data
+
+
+def _check_version(manifest: Mapping[str, Any], where: str) -> None:
+    if manifest.get("format") != PACKAGE_FORMAT:
+        raise PackageError(f"cannot load {where}: not a tensorforge package")
+    version = manifest.get("version")
+    if not isinstance(version, int):
+        raise PackageError(f"cannot load {where}: its manifest has no format version")
+    if version > PACKAGE_VERSION:
+        raise PackageError(f"{where} was written by a newer tensorforge (package format "
+                           f"{version}; this one reads {PACKAGE_MIN_VERSION}..{PACKAGE_VERSION}"
+                           "); upgrade tensorforge to load it")
+    if version < PACKAGE_MIN_VERSION:
+        raise PackageError(f"{where} was written by an older tensorforge (package format "
+                           f"{version}; this one reads {PACKAGE_MIN_VERSION}..{PACKAGE_VERSION}"
+                           ", which need member hashes and a library that describes its kernels)"
+                           "; compile the model again and export it with this tensorforge")
+
+
+def read_package(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """(manifest, verified members by name) of the package bytes `data`: the member list must
+    be exactly the manifest's, every member of the size and sha256 it gives."""
+    if not zipfile.is_zipfile(io.BytesIO(data)):
+        raise PackageError(f"cannot load {where}: not a tensorforge package (.tfpkg, a zip "
+                           "written by CompiledModel.export)")
+    try:
+        z = zipfile.ZipFile(io.BytesIO(data))
+        infos = z.infolist()
+        names = [i.filename for i in infos]
+        if len(names) != len(set(names)):
+            raise PackageError(f"cannot load {where}: a member name appears twice in the zip")
+        if _MANIFEST not in names:
+            raise PackageError(f"cannot load {where}: not a tensorforge package (no manifest)")
+        minfo = z.getinfo(_MANIFEST)
+        if minfo.file_size > _MAX_MANIFEST:
+            raise PackageError(f"cannot load {where}: its manifest is {minfo.file_size} bytes")
+        try:
+            manifest = json.loads(z.read(_MANIFEST))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise PackageError(f"cannot load {where}: its manifest is not valid JSON: "
+                               f"{e}") from None
+        if not isinstance(manifest, dict):
+            raise PackageError(f"cannot load {where}: its manifest is not a JSON object")
+        _check_version(manifest, where)
+        listed = manifest.get("members")
+        if not isinstance(listed, dict) or len(listed) > _MAX_MEMBERS:
+            raise PackageError(f"cannot load {where}: its manifest lists no members")
+        present = set(names) - {_MANIFEST}
+        if present != set(listed):
+            extra, missing = sorted(present - set(listed)), sorted(set(listed) - present)
+            raise PackageError(
+                f"cannot load {where}: its members do not match the manifest (not listed: "
+                f"{extra or 'none'}; missing: {missing or 'none'}); a corrupt or edited package")
+        members: dict[str, bytes] = {}
+        for name, rec in listed.items():
+            if not isinstance(rec, dict) or not isinstance(rec.get("size"), int) or \
+                    not isinstance(rec.get("sha256"), str):
+                raise PackageError(f"cannot load {where}: the manifest entry of {name!r} is "
+                                   "malformed")
+            if z.getinfo(name).file_size != rec["size"]:
+                raise PackageError(f"cannot load {where}: member {name!r} is "
+                                   f"{z.getinfo(name).file_size} bytes, the manifest says "
+                                   f"{rec['size']}; a corrupt or edited package")
+            blob = z.read(name)
+            if _sha256(blob) != rec["sha256"]:
+                raise PackageError(f"cannot load {where}: member {name!r} does not match its "
+                                   "SHA-256 in the manifest; the package is corrupt or was "
+                                   "edited (nothing of it was run)")
+            members[name] = blob
+    except zipfile.BadZipFile as e:
+        raise PackageError(f"cannot load {where}: a damaged zip ({e})") from None
+    return manifest, members
+
+
+def _member(manifest: Mapping[str, Any], members: Mapping[str, bytes], name: Any,
+            where: str, what: str) -> bytes:
+    if not isinstance(name, str) or name not in members:
+        raise PackageError(f"cannot load {where}: the manifest names {what} {name!r}, which "
+                           "the package does not hold")
+    return members[name]
+
+
+def _json(data: bytes, where: str, what: str) -> Any:
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise PackageError(f"cannot load {where}: {what} is not valid JSON: {e}") from None
+
+
+# -- the CPU library loader -----------------------------------------------------------------
+def _load_cpu_library(entry: Mapping[str, Any], members: Mapping[str, bytes], tmp: str,
+                      where: str) -> Module:
+    from .cpu_features import host_arch
+
+    files = entry.get("files") if isinstance(entry.get("files"), dict) else {}
+    lib_name, sig_name = files.get("library"), files.get("signatures")
+    lib = _member({}, members, lib_name, where, "library")
+    meta = _json(_member({}, members, sig_name, where, "signature file"), where, sig_name)
+    requires = entry.get("requires")
+    if not isinstance(requires, dict):
+        raise PackageError(f"cannot load {where}: module {entry.get('name')!r} does not say "
+                           "what machine it was built for")
+    check_host(requires, f"package {where}")
+    arch = elf_machine(lib)
+    if arch is not None and arch != host_arch():
+        raise PackageError(f"cannot load {where}: its library is {arch} code (the manifest says "
+                           f"{requires.get('arch')}), this machine is {host_arch()}; compile "
+                           "the model for this machine (--target llvm)")
+    path = os.path.join(tmp, f"{entry.get('name', 'cpu')}.so")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(lib)
+    try:
+        module = open_library(path, meta, data=lib, where=f"{where}:{lib_name}")
+    finally:
+        os.remove(path)  # mapped now; nothing of the package stays on disk
+    # the library's own record of its target must not need more than the manifest declared
+    own = requirements(module.target_info())
+    extra = sorted(set(own["features"]) - set(requires.get("features", ())))
+    if extra or own["arch"] != requires.get("arch"):
+        raise PackageError(f"cannot load {where}: its library was built for {own['arch']} with "
+                           f"features {', '.join(extra) or '(same)'} that the manifest does not "
+                           "declare; a corrupt or edited package (nothing of it was run)")
+    return module
+
+
+register_module_loader("cpu-library", _load_cpu_library)
+
+
+class ModuleSet(Module):
+    """The kernels of several modules of one package, by name."""
+
+    type_key = "package"
+
+    def __init__(self, modules: list[Module]):
+        functions: dict[str, Any] = {}
+        for m in modules:
+            for name in m.function_names:
+                if name in functions:
+                    raise PackageError(f"two modules of the package define kernel {name!r}")
+                functions[name] = m[name]
+        super().__init__(functions)
+        self.modules = modules
+
+    def close(self) -> None:
+        for m in self.modules:
+            m.close()
+
+
+def load(path: Any, sha256: str | None = None, max_concurrency: int | None = None) -> Any:
+    """Load a `.tfpkg` written by `CompiledModel.export`; returns a CompiledModel.
+
+    A package holds native code: load only packages you trust as you would a shared library.
+    `sha256` (hex) pins the whole file: any other file is refused before it is read further.
+    Everything `load` checks is listed in `tensorforge.runtime.package`'s docstring; failures
+    are `PackageError`s naming what is wrong. `max_concurrency` bounds concurrent `run` calls
+    (see `CompiledModel`)."""
     from .graph_executor import CompiledModel
 
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise TensorforgeError(f"cannot load {path!r}: no such file")
-    if not zipfile.is_zipfile(path):
-        raise TensorforgeError(f"cannot load {path!r}: not a tensorforge package (.tfpkg, a zip "
-                               "written by CompiledModel.export)")
-    d = tempfile.mkdtemp(prefix="tfpkg-")
-    atexit.register(shutil.rmtree, d, ignore_errors=True)
-    with zipfile.ZipFile(path) as z:
-        names = set(z.namelist())
-        need = {"manifest.json", _LIB, _LIB + ".json", "graph.json", "params.npz"}
-        if not need <= names:
-            raise TensorforgeError(f"cannot load {path!r}: it lacks {sorted(need - names)}")
-        manifest = json.loads(z.read("manifest.json"))
-        if manifest.get("format") != PACKAGE_FORMAT:
-            raise TensorforgeError(f"cannot load {path!r}: not a tensorforge package")
-        if int(manifest.get("version", 0)) > PACKAGE_VERSION:
-            raise TensorforgeError(f"{path!r} was written by a newer tensorforge (package "
-                                   f"version {manifest['version']}); upgrade to load it")
-        for n in (_LIB, _LIB + ".json"):
-            z.extract(n, d)
-        desc = json.loads(z.read("graph.json"))
-        with np.load(io.BytesIO(z.read("params.npz")), allow_pickle=False) as npz:
-            params = {k: npz[k] for k in npz.files}
-    module = load_module(os.path.join(d, _LIB)) if desc["kernels"] else None
-    return CompiledModel(module, desc, params)
+    where = repr(path)
+    data = _read_file(path, sha256)
+    manifest, members = read_package(data, where)
+    del data
+    graph = _json(_member(manifest, members, manifest.get("graph"), where, "graph"), where,
+                  "graph.json")
+    pmeta = manifest.get("params") if isinstance(manifest.get("params"), dict) else {}
+    params = unpack_params(_member(manifest, members, pmeta.get("index"), where, "params index"),
+                           _member(manifest, members, pmeta.get("data"), where, "params data"))
+    check_description(graph, params)  # before any library is opened
+    entries = manifest.get("modules")
+    if not isinstance(entries, list):
+        raise PackageError(f"cannot load {where}: its manifest lists no modules")
+    tmp = tempfile.mkdtemp(prefix="tfpkg-")
+    cleanup = _remover(tmp)
+    atexit.register(cleanup)
+    loaded: list[Module] = []
+    try:
+        for entry in entries:
+            kind = entry.get("loader") if isinstance(entry, dict) else None
+            loader = _LOADERS.get(kind) if isinstance(kind, str) else None
+            if loader is None:
+                raise PackageError(
+                    f"cannot load {where}: it holds a module of kind {kind!r}, which no installed "
+                    f"loader opens (known: {', '.join(sorted(_LOADERS))}); install the plugin "
+                    "of the target it was compiled for")
+            loaded.append(loader(entry, members, tmp, where))
+        members.clear()
+        module = None if not loaded else loaded[0] if len(loaded) == 1 else ModuleSet(loaded)
+        return CompiledModel(module, graph, params, max_concurrency=max_concurrency,
+                             on_close=[m.close for m in loaded])
+    except Exception:
+        for m in loaded:
+            m.close()
+        raise
+    finally:
+        cleanup()
+        atexit.unregister(cleanup)
+
+
+def _remover(path: str) -> Callable[[], None]:
+    def remove() -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+    return remove

@@ -14,31 +14,9 @@ from ... import te
 from ...ops import nn_blocked as nb
 from ...ops import reference as ref
 from ...ops.nn_nchwc import conv2d_nchwc
+from ...runtime.transforms import np_layout_transform
 from ..registry import OpPattern, TypeList, register_op
 from .nn import _pool_infer
-
-
-def np_layout_transform(x: np.ndarray, src: str, dst: str) -> np.ndarray:
-    """numpy version of `layout_transform`."""
-    base, sb = nb.parse_layout(src)
-    _, db = nb.parse_layout(dst)
-    if base == "NCHW":
-        if "c" in sb:  # unpack to NCHW
-            n, cc, h, w, b = x.shape
-            x = x.transpose(0, 1, 4, 2, 3).reshape(n, cc * b, h, w)
-        if "c" in db:
-            n, c, h, w = x.shape
-            b = db["c"]
-            x = x.reshape(n, c // b, b, h, w).transpose(0, 1, 3, 4, 2)
-        return np.ascontiguousarray(x)
-    if base == "OIHW":
-        o, c, kh, kw = x.shape
-        ib, ob = db["i"], db["o"]
-        return np.ascontiguousarray(
-            x.reshape(o // ob, ob, c // ib, ib, kh, kw).transpose(0, 2, 4, 5, 3, 1))
-    n, k = x.shape
-    b = db["n"]
-    return np.ascontiguousarray(x.reshape(n // b, b, k).transpose(0, 2, 1))
 
 
 def _lt_infer(types: TypeList, at: dict[str, Any]) -> TypeList:

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from ...runtime.transforms import TRANSFORMS
 from ..ir import Graph, Node, Value
 from ..registry import get_op
 from .simplify import make_node, replace_uses
@@ -79,6 +80,8 @@ def fold_constants(g: Graph, limit_bytes: int | None = None) -> Graph:
         for o, r in zip(n.outputs, results):
             arr = np.ascontiguousarray(np.asarray(r).astype(o.dtype, copy=False).reshape(o.shape))
             c = Value(o.name, o.shape, o.dtype, const=arr)
+            if n.op in TRANSFORMS and len(n.inputs) == 1:  # a package can redo it at load
+                c.origin = (n.op, dict(n.attrs), n.inputs[0])
             replace_uses(g, o, c)
     g.nodes = keep
     return g

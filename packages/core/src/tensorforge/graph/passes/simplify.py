@@ -19,7 +19,7 @@ def copy_graph(g: Graph) -> Graph:
 
     def get(v: Value) -> Value:
         if v not in vmap:
-            vmap[v] = Value(v.name, v.shape, v.dtype, v.const)
+            vmap[v] = Value(v.name, v.shape, v.dtype, v.const, origin=v.origin)
         return vmap[v]
 
     new.inputs = [get(v) for v in g.inputs]
