@@ -17,7 +17,7 @@ from tensorforge.expr import Call
 from tensorforge.expr import dtype as dt
 
 from . import vecmath
-from .codegen_expr import F32, ExprEmitter, ll_type
+from .codegen_expr import F32, I1, ExprEmitter, ll_type
 
 # ops that are one LLVM intrinsic on every float type
 _LLVM_UNARY = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": "llvm.log2",
@@ -33,7 +33,7 @@ _VECTOR_F32: dict[str, Callable[[ExprEmitter, ir.Value], ir.Value]] = {
 }
 
 SUPPORTED_OPS = sorted({*_LLVM_UNARY, *_LIBM, "sigmoid", "rsqrt", "pow", "fabs", "abs", "fma",
-                        "likely", "if_then_else"})
+                        "likely", "if_then_else", "runtime_check"})
 
 
 def emit_call(em: ExprEmitter, e: Call) -> ir.Value:
@@ -42,6 +42,8 @@ def emit_call(em: ExprEmitter, e: Call) -> ir.Value:
         return em.expr(e.args[0])
     if op == "if_then_else":
         return _if_then_else(em, e)
+    if op == "runtime_check":
+        return _runtime_check(em, e)
     if op in ("abs", "fabs") and not dt.is_float(e.args[0].dtype):
         return _int_abs(em, em.expr(e.args[0]), e.args[0].dtype)
     if op not in SUPPORTED_OPS:
@@ -149,3 +151,19 @@ def _masked_select(em: ExprEmitter, e: Call) -> ir.Value:
     finally:
         em.mask = outer
     return b.select(cond, tv, fv)
+
+
+def _runtime_check(em: ExprEmitter, e: Call) -> ir.Value:
+    """`runtime_check(value, ok, description)`: leave the kernel with the description's status
+    where `ok` is false (in any active lane of a vector; lanes a lazy `if_then_else` rules out
+    do not count), else `value`."""
+    value_e, ok_e, text = e.args
+    b = em.b
+    ok = em.expr(ok_e)
+    if isinstance(ok.type, ir.VectorType):
+        if em.mask is not None:
+            ok = b.or_(ok, b.xor(em.mask, em.const(em.mask.type, 1)))
+        fn = em.declare(f"llvm.vector.reduce.and.v{ok.type.count}i1", I1, [ok.type])
+        ok = b.call(fn, [ok])
+    em.branch_fail(ok, em.status_code(text.value), "check")  # type: ignore[attr-defined]
+    return em.expr(value_e)

@@ -225,6 +225,7 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
         kernels.append({"name": (func_of or {}).get(grp.name, grp.name), "group": grp.name,
                         "args": [ref(v) for v in group_args(grp)],
                         "outputs": len(grp.outputs), "ops": [n.op for n in grp.nodes],
+                        "nodes": [n.name for n in grp.nodes],
                         "master": grp.master.op, "pattern": grp.pattern.name,
                         "schedule": (how or {}).get(grp.name, "")})
     desc = {

@@ -112,6 +112,8 @@ def schedule_generic(outs: list[Tensor] | Tensor, target: Any = None) -> Any:
             continue
         if "pad" in _tags(st.op) and master is not None:
             _schedule_root(st, lanes, parallel)  # conv padding: once, at root
+        elif "index_check" in _tags(st.op):
+            _schedule_root(st, lanes, parallel)  # a scatter's checked indices: once each
         else:
             st.compute_inline()
     if master is None:

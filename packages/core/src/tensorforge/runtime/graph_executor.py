@@ -269,8 +269,10 @@ class GraphExecutor:
             np.copyto(arena.arrays[vi], x)
 
     # running --------------------------------------------------------------------------------
-    def _kernel_error(self, i: int, fn: Any, status: int) -> TensorforgeError:
-        return fn.error(status, context=_where(self.desc["kernels"][i]))
+    def _kernel_error(self, i: int, fn: Any, status: int, args: Sequence[Any] = ()
+                      ) -> TensorforgeError:
+        k = self.desc["kernels"][i]  # a failed data check names a node of the group
+        return fn.error(status, context=_where(k), args=args, nodes=k.get("nodes"))
 
     def execute(self, arena: Arena) -> None:
         """Run every kernel once over `arena` (inputs already set)."""
@@ -280,7 +282,7 @@ class GraphExecutor:
             else:
                 status = cfunc(*ptrs)
                 if status:
-                    raise self._kernel_error(i, fn, status)
+                    raise self._kernel_error(i, fn, status, args)
 
     def execute_kernel(self, arena: Arena, i: int) -> None:
         """Run kernel `i` alone over `arena` (for `verify` and `profile`)."""
@@ -290,7 +292,7 @@ class GraphExecutor:
         else:
             status = cfunc(*ptrs)
             if status:
-                raise self._kernel_error(i, fn, status)
+                raise self._kernel_error(i, fn, status, args)
 
     def profile(self, arena: Arena, repeat: int = 10) -> list[list[float]]:
         """Seconds of every kernel call, in order, for each of `repeat` executions (the

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-from ..expr import PrimExpr, convert
+from ..expr import PrimExpr, StringImm, convert
 from ..expr import construct as _c
 from ..expr import dtype as dt
 
@@ -105,3 +109,33 @@ def any(*conds: Any) -> PrimExpr:  # noqa: A001
     for c in conds:
         out = _c.logical_or(out, c)
     return out
+
+
+# runtime checks -------------------------------------------------------------------------------
+CHECK_PREFIX = "check:"  # an assertion message that is a check's JSON description
+_CHECK_NODE: ContextVar[int | None] = ContextVar("tensorforge_check_node", default=None)
+
+
+@contextmanager
+def check_scope(node: int) -> Iterator[None]:
+    """Stamp the checks built inside (`runtime_check`) with the position of the graph node
+    whose compute builds them in its fused group (the executor names that node)."""
+    token = _CHECK_NODE.set(node)
+    try:
+        yield
+    finally:
+        _CHECK_NODE.reset(token)
+
+
+def runtime_check(value: Any, ok: Any, **info: Any) -> PrimExpr:
+    """`value`, after checking `ok` at run time: where `ok` is false the kernel stops and
+    returns the status of this check. `info` (JSON-able) describes the check for the error
+    message: `kind` ("index", "div_zero"), `op` (the ONNX-style op name), `tensor` (the
+    placeholder whose data is checked) and kind-specific fields; see
+    `tensorforge.runtime.checks`, which turns a failed status into a `TensorforgeError`."""
+    value, ok = convert(value), convert(ok)
+    if not dt.is_bool(ok.dtype):
+        raise TypeError(f"runtime_check: the condition {ok} is not boolean")
+    info.setdefault("node", _CHECK_NODE.get())
+    text = CHECK_PREFIX + json.dumps(info, sort_keys=True)
+    return _c.call(value.dtype, "runtime_check", value, ok, StringImm(text))

@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     activation,
     conv_transpose,
     elementwise,
+    indexing,
     nchwc,
     nn,
     reduce,
