@@ -203,24 +203,6 @@ def slice_(ctx: Context, node: Node) -> list[Value]:
     return [ctx.emit_multi("strided_slice", [x], attrs)[0]]
 
 
-@converter("Gather", versions=(1, 13))
-def gather(ctx: Context, node: Node) -> list[Value]:
-    x, idx = ctx.get(node, 0), ctx.get(node, 1)
-    axis = int(ctx.attrs(node).get("axis", 0)) % len(x.shape)
-    n = x.shape[axis]
-    if idx.is_const and not x.is_const:
-        ind = idx.const.astype("int64")
-        ind = np.where(ind < 0, ind + n, ind)
-        if ind.ndim == 0:  # one slice along axis, the axis removed
-            k = int(ind)
-            begin = tuple(k if d == axis else 0 for d in range(len(x.shape)))
-            sz = tuple(1 if d == axis else s for d, s in enumerate(x.shape))
-            sl = ctx.emit("strided_slice", x, begin=begin, step=(1,) * len(x.shape), size=sz)
-            return [ctx.reshape(sl, x.shape[:axis] + x.shape[axis + 1:])]
-        idx = ctx.constant(ind, "indices")
-    return [ctx.emit("take", x, idx, axis=axis)]
-
-
 @converter("Expand", versions=(8, 13))
 def expand(ctx: Context, node: Node) -> list[Value]:
     x = ctx.get(node, 0)

@@ -45,7 +45,13 @@ def table() -> dict[str, Converter]:
     global _LOADED
     if not _LOADED:
         _LOADED = True
-        from . import convert_math, convert_nn, convert_rnn, convert_shape  # noqa: F401
+        from . import (  # noqa: F401
+            convert_index,
+            convert_math,
+            convert_nn,
+            convert_rnn,
+            convert_shape,
+        )
     return TABLE
 
 
