@@ -161,16 +161,44 @@ def _reduce_axes(ctx: Context, node: Node) -> tuple[int, ...] | None | str:
     return tuple(int(a) for a in axes)
 
 
+def _int_reduce(ctx: Context, node: Node, x: Value) -> Value:
+    """An integer reduction as ONNX Runtime computes it: in double, converted back with
+    saturation (ReduceSum of [2e9, 2e9] in int32 is 2147483647, ReduceMean truncates).
+    ReduceLogSumExp: ONNX Runtime adds exp(x - max) truncated to the integer type, so
+    log(count of the maximum) + max, truncated."""
+    if node.op_type == "ReduceLogSumExp":
+        axes = _reduce_axes(ctx, node)
+        if axes != "noop":
+            nd = len(x.shape)
+            axes_n = None if axes is None else tuple(a % nd for a in axes)
+            keep = bool(ctx.attrs(node).get("keepdims", 1))
+            m = ctx.emit("reduce_max", x, axes=axes_n, keepdims=True)
+            terms = ctx.cast(ctx.emit("exp", ctx.cast(ctx.emit("sub", x, m), "float64")),
+                             x.dtype)
+            s = ctx.emit("reduce_sum", ctx.cast(terms, "float64"), axes=axes_n, keepdims=keep)
+            m2 = ctx.cast(m if keep else ctx.reshape(m, s.shape), "float64")
+            return ctx.emit("cast", ctx.emit("add", ctx.emit("log", s), m2), to=x.dtype,
+                            saturate=True)
+    r = _reduce_float(ctx, node, ctx.cast(x, "float64"))
+    return ctx.emit("cast", r, to=x.dtype, saturate=True)
+
+
 @converter(*_REDUCE, versions=(1, 20))
 def reduce(ctx: Context, node: Node) -> list[Value]:
     x = ctx.get(node, 0)
+    if np.dtype(x.dtype).kind in "iu" and node.op_type not in ("ReduceMax", "ReduceMin"):
+        return [_int_reduce(ctx, node, x)]
+    return [_reduce_float(ctx, node, x)]
+
+
+def _reduce_float(ctx: Context, node: Node, x: Value) -> Value:
     axes = _reduce_axes(ctx, node)
     if axes == "noop":  # no reduction; the elementwise parts still apply (as onnxruntime)
         post = {"ReduceSumSquare": ["mul"], "ReduceL1": ["abs"], "ReduceL2": ["abs"],
                 "ReduceLogSum": ["log"]}.get(node.op_type, ["identity"])
         if post == ["mul"]:
-            return [ctx.emit("mul", x, x)]
-        return [ctx.emit(post[0], x)]
+            return ctx.emit("mul", x, x)
+        return ctx.emit(post[0], x)
     nd = len(x.shape)
     axes_n = None if axes is None else tuple(a % nd for a in axes)
     keep = bool(ctx.attrs(node).get("keepdims", 1))
@@ -179,7 +207,7 @@ def reduce(ctx: Context, node: Node) -> list[Value]:
             raise ctx.fail(node, "a reduction of a bool tensor")
         r = ctx.emit(f"reduce_{_REDUCE[node.op_type]}", ctx.cast(x, "uint8"), axes=axes_n,
                      keepdims=keep)
-        return [ctx.cast(r, "bool")]
+        return ctx.cast(r, "bool")
     kw: dict[str, Any] = {"axes": axes_n, "keepdims": keep}
     op = node.op_type
     if op == "ReduceSumSquare" or op == "ReduceL2":
@@ -191,10 +219,10 @@ def reduce(ctx: Context, node: Node) -> list[Value]:
         e = ctx.emit("exp", ctx.emit("sub", x, m))
         s = ctx.emit("log", ctx.emit("reduce_sum", e, **kw))
         m2 = m if keep else ctx.reshape(m, s.shape)
-        return [ctx.emit("add", s, m2)]
+        return ctx.emit("add", s, m2)
     out = ctx.emit(f"reduce_{_REDUCE[op]}", x, **kw)
     if op == "ReduceL2":
         out = ctx.emit("sqrt", out)
     elif op == "ReduceLogSum":
         out = ctx.emit("log", out)
-    return [out]
+    return out

@@ -11,6 +11,7 @@ import numpy as np
 
 from ... import ops, te
 from ...expr import const
+from ...ops.arith import float_to_int_np
 from ..registry import OpPattern, TypeList, register_op
 
 
@@ -35,6 +36,9 @@ def _reduce_ref(kind: str) -> Any:
     def ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
         x = ins[0]
         axes = _axes(x.ndim, at.get("axes"))
+        if kind == "mean" and x.dtype.kind in "iu":  # in double, truncated, saturated
+            y = np.mean(x.astype("float64"), axis=axes, keepdims=at.get("keepdims", True))
+            return [float_to_int_np(y, str(x.dtype), saturate=True)]
         y = _NP[kind](x, axis=axes, keepdims=at.get("keepdims", True))
         return [np.asarray(y).astype(x.dtype)]
 

@@ -3,7 +3,9 @@
 Walking the nodes in order, a node joins the group of the producer of one of its inputs when:
 
 - that value has this node as its only consumer and is not a graph output (a value read
-  outside a group, or by the user, must be materialized);
+  outside a group, or by the user, must be materialized), and is not an index input of the
+  node (`OpDef.index_inputs`: checked indices stay a kernel argument, so that a failed check
+  can report the offending value);
 - the classes allow it:
   * an OUT_ELEMWISE_FUSABLE group (conv2d, dense, matmul, pools) takes ELEMWISE/BROADCAST
     consumers of the master's output shape: bias, batch-norm scale/shift, relu/clip, the
@@ -80,13 +82,16 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
     group_of: dict[int, _Group] = {}  # id(node) -> group
     groups: list[_Group] = []
     for n in g.nodes:
-        pattern = get_op(n.op).pattern
+        opdef = get_op(n.op)
+        pattern = opdef.pattern
         joined = None
         if enabled and pattern < OpPattern.OUT_ELEMWISE_FUSABLE:
-            for v in n.inputs:
+            for pos, v in enumerate(n.inputs):
                 p = v.producer
                 if v.is_const or p is None or id(v) in graph_outputs:
                     continue
+                if pos in opdef.index_inputs:
+                    continue  # indices stay a kernel argument (the error path reads them)
                 if any(c is not n for c in consumers.get(v, [])):
                     continue
                 grp = group_of[id(p)]

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 from ...pass_infra import PassSwitches, run_named_passes
 from ..ir import Graph
 from .fold import fold_batch_norm, fold_constants
+from .index_ranges import annotate_index_ranges
 from .layout import layout_transform, run_plugin_passes
 from .simplify import (
     copy_graph,
@@ -63,6 +64,7 @@ def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[s
         passes += [("eliminate_common_subexpr_after_layout", eliminate_common_subexpr),
                    ("fold_constants_after_layout", fold_constants)]
     passes += [("eliminate_dead_code", eliminate_dead_code),
+               ("annotate_index_ranges", annotate_index_ranges),
                ("infer_types_final", infer_types)]
     return passes
 
