@@ -20,6 +20,13 @@ def np_dtype(elem_type: int) -> str:
     return str(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)))
 
 
+def f32(value: Any) -> float:
+    """A float attribute's value as ONNX stores it (float32): a default written as 1e-5 or
+    0.01 must be float32's 1e-5, as in ONNX Runtime, or double kernels differ in the 13th
+    digit (BatchNormalization's epsilon) or in denormal results (LeakyRelu's alpha)."""
+    return float(np.float32(value))
+
+
 def node_label(node: onnx.NodeProto) -> str:
     return f"{node.op_type} node {node.name or node.output[0]!r}"
 

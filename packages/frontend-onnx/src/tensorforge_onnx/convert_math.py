@@ -9,7 +9,7 @@ import onnx
 
 from tensorforge.graph import Value
 
-from .context import Context, np_dtype
+from .context import Context, f32, np_dtype
 from .dispatch import converter
 
 Node = onnx.NodeProto
@@ -39,7 +39,7 @@ _ATTR_UNARY: dict[str, tuple[str, dict[str, float]]] = {
 def attr_unary(ctx: Context, node: Node) -> list[Value]:
     op, defaults = _ATTR_UNARY[node.op_type]
     at = ctx.attrs(node)
-    return [ctx.emit(op, ctx.get(node, 0), **{k: float(at.get(k, v))
+    return [ctx.emit(op, ctx.get(node, 0), **{k: f32(at.get(k, v))
                                                for k, v in defaults.items()})]
 
 
@@ -69,7 +69,12 @@ _BINARY = {
 def binary(ctx: Context, node: Node) -> list[Value]:
     a, b = ctx.get(node, 0), ctx.get(node, 1)
     if node.op_type == "Pow":
-        b = ctx.cast(b, a.dtype)
+        if np.dtype(a.dtype).kind in "iu" and np.dtype(b.dtype).kind == "f":
+            # as ONNX Runtime: std::pow in double, truncated to the integer type
+            r = ctx.emit("pow", ctx.cast(a, "float64"), ctx.cast(b, "float64"))
+            return [ctx.cast(r, a.dtype)]
+        if np.dtype(a.dtype).kind == "f":
+            b = ctx.cast(b, a.dtype)
     return [ctx.emit(_BINARY[node.op_type], a, b)]
 
 
@@ -90,14 +95,23 @@ def variadic(ctx: Context, node: Node) -> list[Value]:
         out = ctx.emit(_VARIADIC[node.op_type], out, v)
     if node.op_type == "Mean" and len(vals) > 1:
         out = ctx.emit("div", out, ctx.scalar(len(vals), out))
+        if vals[0].dtype == "float16":  # as ONNX Runtime: in float32 (65504 + 65504 fits)
+            wide = [ctx.cast(v, "float32") for v in vals]
+            out = wide[0]
+            for v in wide[1:]:
+                out = ctx.emit("add", out, v)
+            out = ctx.cast(ctx.emit("div", out, ctx.scalar(len(vals), out)), "float16")
     elif len(vals) == 1:
         out = ctx.emit("identity", out)
     return [out]
 
 
 def _bound(dtype: str, lo: bool) -> float:
+    """Clip's default bounds: numeric_limits lowest() and max() (finite, as the ONNX spec
+    says: Clip(-inf) without a min is -FLT_MAX, not -inf)."""
     if np.dtype(dtype).kind == "f":
-        return float("-inf") if lo else float("inf")
+        fi = np.finfo(dtype)
+        return float(fi.min) if lo else float(fi.max)
     info = np.iinfo(dtype)
     return int(info.min if lo else info.max)
 

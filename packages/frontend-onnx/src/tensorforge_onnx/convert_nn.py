@@ -11,7 +11,7 @@ import onnx
 
 from tensorforge.graph import Value
 
-from .context import Context
+from .context import Context, f32
 from .dispatch import converter
 
 Node = onnx.NodeProto
@@ -167,7 +167,7 @@ def global_pool(ctx: Context, node: Node) -> list[Value]:
 def gemm(ctx: Context, node: Node) -> list[Value]:
     a, b, c = ctx.get(node, 0), ctx.get(node, 1), ctx.get(node, 2)
     at = ctx.attrs(node)
-    alpha, beta = float(at.get("alpha", 1.0)), float(at.get("beta", 1.0))
+    alpha, beta = f32(at.get("alpha", 1.0)), f32(at.get("beta", 1.0))
     if at.get("transA", 0):
         a = ctx.emit("transpose", a, perm=(1, 0))
     if len(a.shape) != 2:
@@ -239,13 +239,13 @@ def batch_norm(ctx: Context, node: Node) -> list[Value]:
     if ctx.op_version < 9 and not at.get("spatial", 1):
         raise ctx.fail(node, "spatial=0")
     ins = [ctx.get(node, i) for i in range(5)]
-    return [ctx.emit_multi("batch_norm", ins, {"epsilon": float(at.get("epsilon", 1e-5))})[0]]
+    return [ctx.emit_multi("batch_norm", ins, {"epsilon": f32(at.get("epsilon", 1e-5))})[0]]
 
 
 @converter("InstanceNormalization", versions=(6, 22))
 def instance_norm(ctx: Context, node: Node) -> list[Value]:
     x, scale, bias = (ctx.get(node, i) for i in range(3))
-    eps = float(ctx.attrs(node).get("epsilon", 1e-5))
+    eps = f32(ctx.attrs(node).get("epsilon", 1e-5))
     axes = tuple(range(2, len(x.shape)))
     shape = (x.shape[1],) + (1,) * len(axes)
     y = _normalize(ctx, x, axes, eps)[0]
@@ -269,7 +269,7 @@ def layer_norm(ctx: Context, node: Node) -> list[Value]:
     at = ctx.attrs(node)
     nd = len(x.shape)
     axis = int(at.get("axis", -1)) % nd
-    eps = float(at.get("epsilon", 1e-5))
+    eps = f32(at.get("epsilon", 1e-5))
     extra = len(node.output) > 1 and any(node.output[1:])
     if not extra:
         ins = [x, scale] + ([bias] if bias is not None else [])

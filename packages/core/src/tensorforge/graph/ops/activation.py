@@ -10,7 +10,7 @@ from ... import te
 from ...expr import PrimExpr, const
 from ...ops.broadcast import broadcast_binary
 from ..registry import OpPattern, TypeList, broadcast_shapes, register_op, same_as_input
-from .elementwise import _unary_compute
+from .elementwise import _unary_compute, in_float32
 
 
 def _f(x: PrimExpr, v: float) -> PrimExpr:
@@ -80,7 +80,7 @@ def _prelu_te(a: PrimExpr, s: PrimExpr) -> PrimExpr:
 
 
 def _prelu_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
-    return [broadcast_binary(ins[0], ins[1], _prelu_te, name="prelu")]
+    return [broadcast_binary(ins[0], ins[1], in_float32(_prelu_te), name="prelu")]
 
 
 register_op(

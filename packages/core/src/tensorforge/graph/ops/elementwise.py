@@ -64,10 +64,27 @@ def _erf_np(a: np.ndarray, at: dict[str, Any]) -> np.ndarray:
 _UNARY["erf"] = (_erf_np, lambda x, at: te.erf(x))
 
 
+def in_float32(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` over float16 operands computed in float32 and rounded once at the end, as ONNX
+    Runtime does (a float16 constant such as LeakyRelu's alpha = 0.01 would otherwise be
+    rounded to half, and (a + b) / 2 would overflow at 65504)."""
+
+    def f(*args: Any) -> Any:
+        exprs = [a for a in args if isinstance(a, PrimExpr)]
+        if not exprs or exprs[0].dtype != "float16":
+            return fn(*args)
+        r = fn(*[a.astype("float32") if isinstance(a, PrimExpr) else a for a in args])
+        return r.astype("float16") if r.dtype == "float32" else r
+
+    return f
+
+
 def _unary_compute(fn: Callable[..., Any]) -> Callable[..., list[Any]]:
+    g = in_float32(fn)
+
     def compute(inputs: list[Any], attrs: dict[str, Any], out_types: TypeList) -> list[Any]:
         (x,) = inputs
-        return [te.compute(x.shape, lambda *i: fn(x[i], attrs), name="ew", tag="elemwise")]
+        return [te.compute(x.shape, lambda *i: g(x[i], attrs), name="ew", tag="elemwise")]
 
     return compute
 
@@ -160,12 +177,14 @@ def _binary_infer(is_bool: bool) -> Callable[..., TypeList]:
 
 
 def _binary_compute(fn: Callable[..., Any], name: str) -> Callable[..., list[Any]]:
+    g = in_float32(fn)
+
     def compute(inputs: list[Any], attrs: dict[str, Any], out_types: TypeList) -> list[Any]:
         a, b = inputs
         if name == "div" and not dt.is_float(b.dtype):  # a zero divisor is an error
-            return [broadcast_binary(a, b, lambda x, y: fn(x, nonzero_divisor(y, b, "Div")),
+            return [broadcast_binary(a, b, lambda x, y: g(x, nonzero_divisor(y, b, "Div")),
                                      name="bin")]
-        return [broadcast_binary(a, b, fn, name="bin")]
+        return [broadcast_binary(a, b, g, name="bin")]
 
     return compute
 
