@@ -271,7 +271,7 @@ class ExprEmitter:
 
     def _pick_first(self, op: str, a: ir.Value, b: ir.Value, t: str) -> ir.Value:
         """Whether min/max returns `a`: `a op b`, and for floats also when `a` is NaN
-        (numpy's maximum/minimum: NaN in either operand propagates, `max(-0.0, 0.0)` is
+        (NaN in either operand propagates, as numpy and ONNX Runtime; `max(-0.0, 0.0)` is
         -0.0; see `tensorforge.expr.numeric`). A plain `a > b ? a : b` drops a NaN `a`,
         which turned Relu(NaN) into 0."""
         first = self._compare(op, a, b, t)

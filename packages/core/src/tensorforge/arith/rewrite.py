@@ -296,7 +296,7 @@ class Simplifier(ExprMutator):
     def _minmax(self, t: type, e: Any, a: n.PrimExpr, b: n.PrimExpr) -> n.PrimExpr:
         is_min = t is n.Min
         if type(a) in IMM and type(b) in IMM:
-            pick = fmin if is_min else fmax  # numpy's, NaN-propagating for floats
+            pick = fmin if is_min else fmax  # NaN-propagating for floats (expr.numeric)
             return a if pick(a.value, b.value) is a.value else b
         if structural_equal(a, b):
             return a

@@ -1,9 +1,10 @@
 """Scalar semantics of the operations whose IEEE or C behaviour needs a decision, in one place:
 the constant folders, the numpy references and the code generators follow these.
 
-- `fmax` / `fmin` are numpy's `maximum` / `minimum` (and ONNX Runtime's Max / Min / Relu):
-  a NaN in either operand gives NaN; between equal operands (``-0.0`` and ``+0.0``) the first
-  one is returned, so ``max(-0.0, 0.0)`` is ``-0.0`` and Relu keeps ``-0.0``.
+- `fmax` / `fmin` propagate NaN like numpy's `maximum` / `minimum` and ONNX Runtime's Max /
+  Min / Relu: a NaN in either operand gives NaN; between equal operands (``-0.0`` and
+  ``+0.0``) the first one is returned, so ``max(-0.0, 0.0)`` is ``-0.0`` and Relu keeps
+  ``-0.0``, as ONNX Runtime's Relu (numpy's SIMD loops return ``+0.0`` there).
 - `float_to_int` is what x86's truncating conversions give, which is what ONNX Runtime and
   numpy produce on x86 (the ONNX spec leaves it undefined): NaN, infinities and values whose
   truncation does not fit become the "integer indefinite" ``INT_MIN`` of a 32- or 64-bit
@@ -21,12 +22,12 @@ __all__ = ["float_to_int", "fmax", "fmin"]
 
 
 def fmax(x: float, y: float) -> float:
-    """numpy.maximum of two scalars (NaN-propagating; the first of two equal operands)."""
+    """max of two scalars, NaN-propagating, the first of two equal operands."""
     return x if x >= y or x != x else y
 
 
 def fmin(x: float, y: float) -> float:
-    """numpy.minimum of two scalars (NaN-propagating; the first of two equal operands)."""
+    """min of two scalars, NaN-propagating, the first of two equal operands."""
     return x if x <= y or x != x else y
 
 
