@@ -160,10 +160,14 @@ def _runtime_check(em: ExprEmitter, e: Call) -> ir.Value:
     value_e, ok_e, text = e.args
     b = em.b
     ok = em.expr(ok_e)
+    mask = em.mask
     if isinstance(ok.type, ir.VectorType):
-        if em.mask is not None:
-            ok = b.or_(ok, b.xor(em.mask, em.const(em.mask.type, 1)))
+        if mask is not None:
+            ok = b.or_(ok, b.xor(mask, em.const(mask.type, 1)))
         fn = em.declare(f"llvm.vector.reduce.and.v{ok.type.count}i1", I1, [ok.type])
         ok = b.call(fn, [ok])
+    elif mask is not None:  # a scalar check under a vector mask: counts if any lane is on
+        fn = em.declare(f"llvm.vector.reduce.or.v{mask.type.count}i1", I1, [mask.type])
+        ok = b.or_(ok, b.xor(b.call(fn, [mask]), ir.Constant(I1, 1)))
     em.branch_fail(ok, em.status_code(text.value), "check")  # type: ignore[attr-defined]
     return em.expr(value_e)
