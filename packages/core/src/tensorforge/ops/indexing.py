@@ -12,6 +12,9 @@ invariant in an inner loop LLVM hoists it with the load.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from .. import te
@@ -19,7 +22,21 @@ from ..expr import PrimExpr, const
 from ..expr import dtype as dt
 from ..te import PlaceholderOp, Tensor
 
-__all__ = ["data_index", "dtype_range", "tensor_name"]
+__all__ = ["data_index", "dtype_range", "tensor_name", "without_index_checks"]
+
+_UNCHECKED: ContextVar[bool] = ContextVar("tensorforge_unchecked_indices", default=False)
+
+
+@contextmanager
+def without_index_checks() -> Iterator[None]:
+    """Compile without the index checks (negative indices still wrap): only to measure what
+    the checks cost (benchmarks/index_checks.py). An out-of-range index then reads or writes
+    out of bounds, as it did before the checks existed."""
+    token = _UNCHECKED.set(True)
+    try:
+        yield
+    finally:
+        _UNCHECKED.reset(token)
 
 
 def dtype_range(dtype: str) -> tuple[int, int]:
@@ -49,7 +66,7 @@ def data_index(k: PrimExpr, bound: int, op: str, indices: Tensor, axis: int,
     lo, hi = dtype_range(k.dtype)
     if known is not None:
         lo, hi = max(lo, int(known[0])), min(hi, int(known[1]))
-    if not (lo >= -bound and hi < bound):
+    if not (lo >= -bound and hi < bound) and not _UNCHECKED.get():
         conds = []
         if lo < -bound:
             conds.append(k >= const(-bound, k.dtype))
