@@ -196,3 +196,20 @@ def test_lstm_lm_out_of_range_token(llvm_target: Any, plugins: Any) -> None:
     np.testing.assert_array_equal(cm.run(neg)[0], cm.run(last)[0])
     np.testing.assert_allclose(cm.run(neg)[0], ort_run(models.build("lstm_lm"), neg)[0],
                                rtol=1e-4, atol=1e-5)
+
+
+def test_exported_package_reports_the_node(llvm_target: Any, plugins: Any, tmp_path: Any
+                                           ) -> None:
+    """The check's description travels in the package: a loaded model (numpy + ctypes only)
+    names the node and the value too."""
+    plugins.register("tensorforge_onnx.plugin", "onnx", distribution="tensorforge-frontend-onnx")
+    x = rand(6, 3)
+    m = _one("Gather", {"i": np.array([0, 1], I64)}, {"table": x}, axis=0)
+    m.graph.node[0].name = "lookup"
+    m.graph.node[0].input[:] = ["table", "i"]
+    path = tensorforge.compile(m, target="llvm -num-threads=1").export(tmp_path / "g.tfpkg")
+    loaded = tensorforge.load(path)
+    np.testing.assert_array_equal(loaded.run({"i": np.array([5, -6], I64)})[0], x[[5, 0]])
+    with pytest.raises(KernelCheckError, match=r"^Gather node 'lookup': index 6 out of range "
+                                               r"\[-6, 5\] on axis 0$"):
+        loaded.run({"i": np.array([1, 6], I64)})
