@@ -25,8 +25,10 @@ def _quartiles(xs: list[float]) -> tuple[float, float, float]:
 
 
 def measure(name: str, rounds: int) -> dict[str, Any]:
+    from contextlib import ExitStack
+
     import numpy as np
-    from test_bench_checks import _checks, _kernel_runner, _workload
+    from test_bench_checks import _checks, _kernel_runner, _workload, model_runner
 
     import tensorforge
     from tensorforge.ops.indexing import without_index_checks
@@ -37,24 +39,22 @@ def measure(name: str, rounds: int) -> dict[str, Any]:
     with without_index_checks():
         unchecked = tensorforge.compile(m, target="llvm -num-threads=1")
     np.testing.assert_array_equal(checked.run(feeds)[0], unchecked.run(feeds)[0])
-    if kernel:
-        number *= 50
-        a, b = _kernel_runner(checked, "take", number), _kernel_runner(unchecked, "take", number)
-    else:
-        def a() -> None:
-            for _ in range(number):
-                checked.executor.execute()
-
-        def b() -> None:
-            for _ in range(number):
-                unchecked.executor.execute()
-    a(), b()
-    ta, tb = [], []
-    for _ in range(rounds):
-        for f, ts in ((a, ta), (b, tb)):
-            t0 = time.process_time()
-            f()
-            ts.append((time.process_time() - t0) / number)
+    ta: list[float] = []
+    tb: list[float] = []
+    with ExitStack() as stack:
+        if kernel:
+            number *= 50
+            a = _kernel_runner(checked, "take", number)
+            b = _kernel_runner(unchecked, "take", number)
+        else:
+            a = model_runner(checked, feeds, number, stack)
+            b = model_runner(unchecked, feeds, number, stack)
+        a(), b()
+        for _ in range(rounds):
+            for f, ts in ((a, ta), (b, tb)):
+                t0 = time.process_time()
+                f()
+                ts.append((time.process_time() - t0) / number)
     ratios = [y / x for x, y in zip(ta, tb) if x > 0]
     return {"name": name, "checks": _checks(checked), "checked": _quartiles(ta),
             "unchecked": _quartiles(tb), "ratio": _quartiles(ratios)}

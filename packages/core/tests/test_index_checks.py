@@ -12,10 +12,12 @@ import pytest
 import tensorforge
 from tensorforge.compiler.compile import plan
 from tensorforge.compiler.kernels import lower_group
+from tensorforge.errors import DataCheckError
 from tensorforge.graph import Graph
 from tensorforge.graph.passes.index_ranges import annotate_index_ranges, value_ranges
 from tensorforge.runtime import Param
-from tensorforge.runtime.checks import KernelCheckError, decode_check, status_error
+from tensorforge.runtime.cfunction import KernelError
+from tensorforge.runtime.checks import KernelCheckError, check_error, decode_check
 from tensorforge.te.intrin import CHECK_PREFIX
 
 
@@ -88,28 +90,34 @@ def test_index_producer_is_not_fused_into_the_gather(llvm_target: Any) -> None:
         cm.run({"idx": np.array([1, 2, -11, 3], "int32")})
 
 
-def test_status_error_messages() -> None:
+def test_check_error_messages() -> None:
+    import json
+    from types import SimpleNamespace
+
+    from tensorforge.runtime import CFunction
+
     info = {"kind": "index", "op": "Gather", "axis": 1, "bound": 5, "tensor": "ind",
             "node": 1, "component": None}
-    import json
-
     asserts = ["x > 0", CHECK_PREFIX + json.dumps(info)]
     params = [Param("data", "buffer", "float32", (2, 5)), Param("ind", "buffer", "int64", (3,))]
+    fn = SimpleNamespace(name="k", asserts=asserts, params=params)
     args = [np.zeros((2, 5), "float32"), np.array([0, 7, -9])]
-    e = status_error("k", asserts, 2, params, args, nodes=["a:reshape", "emb:take"])
-    assert isinstance(e, KernelCheckError) and e.value == 7
+    e = check_error(fn, 2, "graph kernel 'g'", args, nodes=["a:reshape", "emb:take"])
+    assert isinstance(e, KernelCheckError) and e.value == 7 and e.status == 2
+    assert isinstance(e, DataCheckError) and isinstance(e, KernelError)
     assert str(e) == "Gather node 'emb': index 7 out of range [-5, 4] on axis 1"
-    e = status_error("k", asserts, 2, params, args)  # a kernel called on its own
+    e = check_error(fn, 2, "", args)  # a kernel called on its own
     assert str(e) == "Gather in kernel 'k': index 7 out of range [-5, 4] on axis 1"
-    e = status_error("k", asserts, 2)  # the indices are not a parameter
-    assert str(e) == "Gather in kernel 'k': an index is out of range [-5, 4] on axis 1"
-    assert str(status_error("k", asserts, 1)) == "kernel 'k': assertion failed: x > 0"
-    assert "out of memory" in str(status_error("k", asserts, -1))
+    e = check_error(fn, 2, "graph kernel 'g'")  # the indices are not an argument
+    assert str(e) == "Gather in graph kernel 'g': an index is out of range [-5, 4] on axis 1"
+    assert check_error(fn, 1) is None and check_error(fn, -1) is None  # not data checks
     assert decode_check("x > 0") is None and decode_check(asserts[1]) == info
     nd = dict(info, op="GatherND", component=1, bound=3)
-    e = status_error("k", [CHECK_PREFIX + json.dumps(nd)], 1,
-                     [Param("ind", "buffer", "int64", (2, 2))], [np.array([[9, 1], [0, 3]])])
+    fn_nd = SimpleNamespace(name="k", asserts=[CHECK_PREFIX + json.dumps(nd)],
+                            params=[Param("ind", "buffer", "int64", (2, 2))])
+    e = check_error(fn_nd, 1, "", [np.array([[9, 1], [0, 3]])])
     assert "index 3 out of range [-3, 2]" in str(e)  # the checked component, not 9
+    assert CFunction.error.__doc__ and "KernelCheckError" in CFunction.error.__doc__
 
 
 def test_check_prefix_is_shared() -> None:
