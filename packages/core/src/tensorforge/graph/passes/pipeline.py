@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from ...pass_infra import PassSwitches, run_named_passes
 from ..ir import Graph
+from .attention import fuse_attention
 from .fold import fold_batch_norm, fold_constants
 from .index_ranges import annotate_index_ranges
 from .layout import layout_transform, run_plugin_passes
@@ -55,6 +56,7 @@ def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[s
             ("fold_constants", fold_constants),
             ("eliminate_common_subexpr", eliminate_common_subexpr),
             ("sink_reshape_past_bias", sink_reshape_past_bias),
+            ("fuse_attention", fuse_attention),
         ]
     if opt_level >= 2:
         passes.append(("layout_transform", partial(layout_transform, target=target)))
