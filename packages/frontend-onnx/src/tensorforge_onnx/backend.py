@@ -21,19 +21,25 @@ from .frontend import load
 TARGET = "llvm -num-threads=1"
 
 
-def _execute(graph: Graph, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    """Compile `graph` for the CPU and run the generated kernels on named inputs."""
+def _compile(graph: Graph) -> Any:
+    """Compile `graph` for the CPU (generated kernels; numpy only moves the inputs in)."""
     import tensorforge
 
-    return tensorforge.compile(graph, target=TARGET).run(dict(inputs))
+    return tensorforge.compile(graph, target=TARGET)
+
+
+#: ops whose output depends on the shape of their input only, not on its values
+_SHAPE_ONLY = {"Shape", "Size"}
 
 
 class TensorforgeRep(BackendRep):
     """A converted model; `run` takes inputs in the order of the model's inputs.
 
     A model whose shapes depend on input values (a Reshape's shape fed as an input, as ONNX's
-    node tests do) or on symbolic dims is converted at `run`, with the actual input shapes
-    and its integer inputs frozen to their values (cached per distinct value)."""
+    node tests do) or on symbolic dims is converted at `run` with the actual input shapes,
+    and the inputs that shapes depend on *specialized*: they stay inputs of the compiled
+    model (its kernels read them), and import also knows their values, so one compiled model
+    is cached per distinct value of those inputs (a JIT specializing on shape arguments)."""
 
     def __init__(self, model: onnx.ModelProto, graph: Graph | None, **options: Any):
         self.model = model
@@ -41,30 +47,36 @@ class TensorforgeRep(BackendRep):
         self.options = options
         inits = {t.name for t in model.graph.initializer}
         self.input_names = [i.name for i in model.graph.input if i.name not in inits]
-        self._cache: dict[Any, Graph] = {}
+        self._specialized: set[str] = set()
+        self._cache: dict[Any, Any] = {}
 
-    def _graph_for(self, feed: dict[str, np.ndarray]) -> Graph:
+    def _compiled_for(self, feed: dict[str, np.ndarray]) -> Any:
         if self.graph is not None:
-            return self.graph
-        key = tuple(sorted((k, v.shape, v.dtype.str, v.tobytes()) for k, v in feed.items()))
-        if key in self._cache:
-            return self._cache[key]
-        frozen: dict[str, np.ndarray] = {}
+            key: Any = "static"
+        else:
+            key = tuple(sorted((k, v.shape, v.dtype.str,
+                                v.tobytes() if k in self._specialized else b"")
+                               for k, v in feed.items()))
+        if key not in self._cache:
+            self._cache[key] = _compile(self.graph if self.graph is not None
+                                        else self._convert(feed))
+        return self._cache[key]
+
+    def _convert(self, feed: dict[str, np.ndarray]) -> Graph:
         while True:
-            shapes = {k: v.shape for k, v in feed.items() if k not in frozen}
+            spec = {n: feed[n] for n in self._specialized}
+            shapes = {k: v.shape for k, v in feed.items() if k not in spec}
             try:
-                g = load(self.model, shapes, constant_inputs=frozen, **self.options)
-                break
+                return load(self.model, shapes, specialize=spec, **self.options)
             except DynamicShapeError as e:
-                need = [n for n in self._input_ancestors(e.value_name) if n not in frozen]
+                need = [n for n in self._input_ancestors(e.value_name)
+                        if n not in self._specialized]
                 if not need:
                     raise
-                frozen.update({n: feed[n] for n in need})
-        self._cache[key] = g
-        return g
+                self._specialized.update(need)
 
     def _input_ancestors(self, name: str | None) -> list[str]:
-        """The model inputs that `name` is computed from."""
+        """The model inputs whose values `name` is computed from."""
         producer = {o: n for n in self.model.graph.node for o in n.output}
         out, stack, seen = [], [name], set()
         while stack:
@@ -74,7 +86,7 @@ class TensorforgeRep(BackendRep):
             seen.add(v)
             if v in self.input_names:
                 out.append(v)
-            elif v in producer:
+            elif v in producer and producer[v].op_type not in _SHAPE_ONLY:
                 stack.extend(producer[v].input)
         return out
 
@@ -85,8 +97,8 @@ class TensorforgeRep(BackendRep):
             if isinstance(inputs, np.ndarray):
                 inputs = [inputs]
             feed = {n: np.asarray(a) for n, a in zip(self.input_names, inputs)}
-        g = self._graph_for(feed)
-        outs = _execute(g, {v.name: feed[v.name] for v in g.inputs})
+        cm = self._compiled_for(feed)
+        outs = cm.run({i["name"]: feed[i["name"]] for i in cm.input_specs})
         return tuple(np.asarray(o) for o in outs)
 
 

@@ -30,11 +30,15 @@ TESTED_OPSETS = (11, 21)
 
 def load(model: str | os.PathLike | bytes | onnx.ModelProto,
          input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-         constant_inputs: Mapping[str, Any] | None = None, **options: Any) -> Graph:
+         constant_inputs: Mapping[str, Any] | None = None,
+         specialize: Mapping[str, Any] | None = None, **options: Any) -> Graph:
     """Import an ONNX model. `input_shapes` fills or overrides input dims (e.g. the batch);
-    `constant_inputs` freezes inputs to given values (shape tensors fed as inputs)."""
+    `constant_inputs` freezes inputs to given values (they become constants);
+    `specialize` gives the values of inputs that shapes depend on (a Reshape's shape fed as
+    an input): they stay inputs, and the graph is valid for these values only."""
     proto, label = read_model(model)
-    return convert(proto, label, dict(input_shapes or {}), dict(constant_inputs or {}))
+    return convert(proto, label, dict(input_shapes or {}), dict(constant_inputs or {}),
+                   dict(specialize or {}))
 
 
 # reading -------------------------------------------------------------------------------------
@@ -142,7 +146,8 @@ def _all_nodes(g: onnx.GraphProto) -> list[onnx.NodeProto]:
 
 # conversion ----------------------------------------------------------------------------------
 def convert(m: onnx.ModelProto, label: str, input_shapes: dict[str, tuple[int, ...]],
-            constant_inputs: dict[str, Any] | None = None) -> Graph:
+            constant_inputs: dict[str, Any] | None = None,
+            specialize: dict[str, Any] | None = None) -> Graph:
     check_supported(m, label)
     opset = default_opset(m)
     og = m.graph
@@ -155,14 +160,22 @@ def convert(m: onnx.ModelProto, label: str, input_shapes: dict[str, tuple[int, .
         ctx.values[t.name] = g.add_const(t.name, numpy_helper.to_array(t))
     real_inputs = [i for i in og.input if i.name not in inits]
     constant_inputs = constant_inputs or {}
-    unknown = (set(input_shapes) | set(constant_inputs)) - {i.name for i in real_inputs}
+    specialize = specialize or {}
+    unknown = (set(input_shapes) | set(constant_inputs) | set(specialize)) - {
+        i.name for i in real_inputs}
     if unknown:
         raise DynamicShapeError(
-            f"input_shapes/constant_inputs name {sorted(unknown)}, which {label} does not "
-            f"have as inputs; its inputs are {[i.name for i in real_inputs]}.")
+            f"input_shapes/constant_inputs/specialize name {sorted(unknown)}, which {label} "
+            f"does not have as inputs; its inputs are {[i.name for i in real_inputs]}.")
     for i in real_inputs:
         if i.name in constant_inputs:
             ctx.values[i.name] = g.add_const(i.name, np.asarray(constant_inputs[i.name]))
+            continue
+        if i.name in specialize:
+            arr = np.asarray(specialize[i.name])
+            v = g.add_input(i.name, arr.shape, str(arr.dtype))
+            ctx.known[id(v)] = arr
+            ctx.values[i.name] = v
             continue
         shape, dtype = _input_type(i, input_shapes.get(i.name), label, real_inputs)
         ctx.values[i.name] = g.add_input(i.name, shape, dtype)
