@@ -47,6 +47,7 @@ def table() -> dict[str, Converter]:
         _LOADED = True
         from . import (  # noqa: F401
             convert_index,
+            convert_attention,
             convert_elementwise,
             convert_math,
             convert_nn,
