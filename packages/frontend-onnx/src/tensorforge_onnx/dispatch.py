@@ -49,6 +49,7 @@ def table() -> dict[str, Converter]:
             convert_index,
             convert_attention,
             convert_elementwise,
+            convert_loss,
             convert_math,
             convert_nn,
             convert_rnn,

@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     conv_transpose,
     elementwise,
     indexing,
+    loss,
     math_ext,
     nchwc,
     nn,
