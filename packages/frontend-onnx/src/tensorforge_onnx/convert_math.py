@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 
 from tensorforge.graph import Value
+from tensorforge.graph.narrow_types import is_narrow
 
 from .context import Context, f32, np_dtype
 from .dispatch import converter
@@ -137,22 +138,33 @@ def where(ctx: Context, node: Node) -> list[Value]:
     return [ctx.emit("where", ctx.get(node, 0), ctx.get(node, 1), ctx.get(node, 2))]
 
 
-@converter("Cast", versions=(6, 25))
+@converter("Cast", versions=(6, 28))
 def cast(ctx: Context, node: Node) -> list[Value]:
     to = ctx.attrs(node)["to"]
     try:
         dtype = np_dtype(to)
     except (KeyError, TypeError, ValueError):
         dtype = "?"
-    if dtype in ("object", "?") or np.dtype(dtype).kind not in "biuf":
+    if dtype in ("object", "?") or (not is_narrow(dtype) and np.dtype(dtype).kind not in
+                                     "biuf"):
         raise ctx.fail(node, f"a cast to {onnx.TensorProto.DataType.Name(to)}",
                        "only numeric and bool tensors are supported")
-    return [ctx.emit("cast", ctx.get(node, 0), to=dtype)]
+    return [ctx.emit("cast", ctx.get(node, 0), **_cast_attrs(ctx, node, dtype))]
 
 
-@converter("CastLike", versions=(15, 25))
+def _cast_attrs(ctx: Context, node: Node, to: str) -> dict[str, Any]:
+    at = ctx.attrs(node)
+    out: dict[str, Any] = {"to": to}
+    if is_narrow(to):  # how a narrow float type rounds and saturates (Cast-19+)
+        out["saturate"] = bool(at.get("saturate", 1))
+        out["round_mode"] = str(at.get("round_mode", "nearest"))
+    return out
+
+
+@converter("CastLike", versions=(15, 28))
 def cast_like(ctx: Context, node: Node) -> list[Value]:
-    return [ctx.emit("cast", ctx.get(node, 0), to=ctx.get(node, 1).dtype)]
+    to = ctx.get(node, 1).dtype
+    return [ctx.emit("cast", ctx.get(node, 0), **_cast_attrs(ctx, node, to))]
 
 
 # reductions -------------------------------------------------------------------------------

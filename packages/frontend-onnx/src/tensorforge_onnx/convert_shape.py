@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 
 from tensorforge.graph import Value
+from tensorforge.graph.narrow_types import is_narrow
 
 from .context import Context
 from .dispatch import converter
@@ -37,7 +38,7 @@ def constant(ctx: Context, node: Node) -> list[Value]:
     else:
         raise ctx.fail(node, f"a constant of kind {sorted(at)}",
                        "only dense numeric constants are supported")
-    if np.asarray(arr).dtype.kind not in "biuf":
+    if np.asarray(arr).dtype.kind not in "biuf" and not is_narrow(np.asarray(arr).dtype.name):
         raise ctx.fail(node, f"a constant of dtype {np.asarray(arr).dtype}")
     return [ctx.constant(arr, "value")]
 

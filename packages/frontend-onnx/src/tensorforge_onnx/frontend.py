@@ -15,6 +15,7 @@ from onnx import numpy_helper
 
 from tensorforge.errors import TensorforgeError
 from tensorforge.graph import Graph, Value
+from tensorforge.graph.narrow_types import is_narrow
 
 from .context import Context, node_label, np_dtype
 from .dispatch import op_version, table
@@ -208,7 +209,7 @@ def _input_type(vi: onnx.ValueInfoProto, override: tuple[int, ...] | None, label
         dtype = np_dtype(tt.elem_type)
     except (KeyError, TypeError, ValueError):
         dtype = "object"
-    if np.dtype(dtype).kind not in "biuf":
+    if not is_narrow(dtype) and np.dtype(dtype).kind not in "biuf":
         raise OnnxImportError(f"input {vi.name!r} of {label} has element type "
                               f"{onnx.TensorProto.DataType.Name(tt.elem_type)}; only numeric "
                               "and bool tensors are supported.")

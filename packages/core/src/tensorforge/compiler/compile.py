@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import TensorforgeError
 from ..graph.groups import FusedGroup, MemoryPlan
 from ..graph.ir import Graph, Value, freeze
+from ..graph.narrow_types import storage_dtype
 from ..graph.passes import fuse_ops, optimize, plan_memory
 from ..progress import NullProgress
 from ..runtime.validate import GRAPH_FORMAT, GRAPH_VERSION  # noqa: F401 (re-exported)
@@ -208,11 +209,13 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
             vid[id(v)] = len(values)
             kind = ("input" if id(v) in inputs else "const" if v.is_const
                     else "output" if id(v) in outputs else "intermediate")
-            entry = {"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "kind": kind,
-                     "storage": p.memory.storage_of.get(v)}
+            # buffers hold narrow types (bfloat16, float8 ...) as their stored bits
+            entry = {"name": v.name, "shape": list(v.shape), "dtype": storage_dtype(v.dtype),
+                     "kind": kind, "storage": p.memory.storage_of.get(v)}
             if kind == "const":
                 entry["param"] = f"p{len(params)}"
-                params[entry["param"]] = v.const
+                params[entry["param"]] = v.const.view(entry["dtype"]) if \
+                    entry["dtype"] != v.dtype else v.const
                 if v.origin is not None:
                     derived[entry["param"]] = _recipe(v)
             values.append(entry)

@@ -76,7 +76,9 @@ def freeze(x: Any) -> Any:
 
 
 def _np_dtype(dtype: str) -> str:
-    return "bool" if dtype == "bool" else dtype
+    from .narrow_types import storage_dtype  # narrow types (bfloat16 ...): their stored bits
+
+    return "bool" if dtype == "bool" else storage_dtype(dtype)
 
 
 class Graph:

@@ -43,6 +43,18 @@ class InputError(TensorforgeError, ValueError):
     """Inputs that do not match what the model expects."""
 
 
+def np_dtype(name: str) -> np.dtype:
+    """numpy's dtype for a model input/output dtype; narrow types (bfloat16, float8_e4m3fn
+    ...) come from ml_dtypes, imported only for models that use them. Their buffers hold
+    the stored bits (uint8/uint16: the `values` dtype), viewed at the inputs and outputs."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        import ml_dtypes  # noqa: F401  (registers the narrow types with numpy)
+
+        return np.dtype(name)
+
+
 def aligned_empty(shape: Sequence[int], dtype: str, nbytes: int | None = None) -> np.ndarray:
     """An uninitialized C-contiguous array whose data starts on a 64-byte boundary."""
     dt = np.dtype(dtype)
@@ -256,11 +268,15 @@ class GraphExecutor:
                 x = np.asarray(x)
                 if x.dtype == np.float64 and spec["dtype"] == "float32":
                     x = x.astype("float32")  # a Python list of floats
-            if x.dtype != np.dtype(spec["dtype"]) or tuple(x.shape) != tuple(spec["shape"]):
+            want = np_dtype(spec["dtype"])
+            if x.dtype != want or tuple(x.shape) != tuple(spec["shape"]):
                 self._fail(f"Wrong input {spec['name']!r}: given {x.dtype}{list(x.shape)}, "
                            f"expected {spec['dtype']}{list(spec['shape'])}"
                            + (f" (convert with .astype('{spec['dtype']}'))"
-                              if x.dtype != np.dtype(spec["dtype"]) else ""))
+                              if x.dtype != want else ""))
+            stored = self.desc["values"][spec["value"]]["dtype"]
+            if stored != spec["dtype"]:  # a narrow type: its buffer holds the bits
+                x = x.view(stored)
             checked.append((spec["value"], x))
         return checked
 
@@ -318,7 +334,13 @@ class GraphExecutor:
 
     def get_outputs(self, arena: Arena) -> list[np.ndarray]:
         """Copies of the outputs (the arena's buffers are reused by the next call)."""
-        return [self.value(arena, o["value"]).copy() for o in self.outputs]
+        outs = []
+        for o in self.outputs:
+            out = self.value(arena, o["value"]).copy()
+            if out.dtype.name != o["dtype"]:  # a narrow type held as its bits
+                out = out.view(np_dtype(o["dtype"]))
+            outs.append(out)
+        return outs
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
         checked = self.check_inputs(inputs)
@@ -408,8 +430,11 @@ class CompiledModel:
         rng = np.random.default_rng(seed)
         out = {}
         for spec in self.input_specs:
-            dt = np.dtype(spec["dtype"])
-            if dt.kind == "f":
+            dt = np_dtype(spec["dtype"])
+            if dt.kind not in "biuf":  # a narrow type (bfloat16, float8 ...)
+                out[spec["name"]] = rng.standard_normal(spec["shape"]).astype(
+                    "float32").astype(dt)
+            elif dt.kind == "f":
                 out[spec["name"]] = rng.standard_normal(spec["shape"]).astype(dt)
             elif dt.kind == "b":
                 out[spec["name"]] = rng.integers(0, 2, spec["shape"]).astype(dt)

@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     indexing,
     loss,
     math_ext,
+    narrow,
     nchwc,
     nn,
     reduce,

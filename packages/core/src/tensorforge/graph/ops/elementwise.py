@@ -108,6 +108,23 @@ def _cast_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
     return [x.astype(to)]
 
 
+def _narrow_cast_np(x: np.ndarray, at: dict[str, Any]) -> np.ndarray:
+    """A cast from or to a narrow type (bfloat16, float8 ...) as the kernels do it
+    (graph/narrow_types.py: rounding, saturate); the legalize pass rewrites it before code
+    generation."""
+    from ..narrow_types import FORMATS, compute_dtype, decode_np, encode_np, numpy_dtype
+
+    to = at["to"]
+    src = FORMATS.get(x.dtype.name)
+    if src is not None:
+        x = decode_np(x.view(src.storage), src)
+    if to not in FORMATS:
+        return x.astype(to)
+    bits = encode_np(x.astype(compute_dtype(to)), FORMATS[to], at.get("saturate", True),
+                     at.get("round_mode", "nearest"))
+    return bits.view(numpy_dtype(to))
+
+
 def _cast_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
     x, to = ins[0], at["to"]
 

@@ -17,6 +17,7 @@ from ..ir import Graph
 from .fold import fold_batch_norm, fold_constants
 from .index_ranges import annotate_index_ranges
 from .layout import layout_transform, run_plugin_passes
+from .narrow import legalize_narrow_types
 from .simplify import (
     copy_graph,
     eliminate_common_subexpr,
@@ -46,7 +47,8 @@ def run_graph_passes(g: Graph, passes: Iterable[tuple[str, GraphPass]]) -> Graph
 
 def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[str, GraphPass]]:
     """The pipeline, in order. opt-level 0 only checks types and drops dead nodes."""
-    passes: list[tuple[str, GraphPass]] = [("infer_types", infer_types)]
+    passes: list[tuple[str, GraphPass]] = [("infer_types", infer_types),
+                                           ("legalize_narrow_types", legalize_narrow_types)]
     if opt_level >= 1:
         passes += [
             ("plugin_before_fusion", partial(run_plugin_passes, target=target,
