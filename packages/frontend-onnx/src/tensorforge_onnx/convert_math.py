@@ -169,6 +169,7 @@ def cast_like(ctx: Context, node: Node) -> list[Value]:
 
 # reductions -------------------------------------------------------------------------------
 _REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
+           "ReduceProd": "prod",
            "ReduceSumSquare": "sum", "ReduceL1": "sum", "ReduceL2": "sum",
            "ReduceLogSum": "sum", "ReduceLogSumExp": "sum"}
 
@@ -209,7 +210,7 @@ def _int_reduce(ctx: Context, node: Node, x: Value) -> Value:
     return ctx.emit("cast", r, to=x.dtype, saturate=True)
 
 
-@converter(*_REDUCE, versions=(1, 20))
+@converter(*_REDUCE, versions=(1, 28))
 def reduce(ctx: Context, node: Node) -> list[Value]:
     x = ctx.get(node, 0)
     if np.dtype(x.dtype).kind in "iu" and node.op_type not in ("ReduceMax", "ReduceMin"):

@@ -66,14 +66,6 @@ def size(ctx: Context, node: Node) -> list[Value]:
     return [ctx.constant(np.array(ctx.get(node, 0).size, dtype="int64"), "size")]
 
 
-@converter("Range", versions=(11, 11))
-def range_(ctx: Context, node: Node) -> list[Value]:
-    start, limit, delta = (ctx.const(node, i, n) for i, n in
-                           enumerate(("start", "limit", "delta")))
-    n = max(int(np.ceil((limit - start) / delta)), 0)
-    return [ctx.constant((start + delta * np.arange(n)).astype(start.dtype), "range")]
-
-
 @converter("Reshape", versions=(5, 25))
 def reshape(ctx: Context, node: Node) -> list[Value]:
     x = ctx.get(node, 0)

@@ -47,8 +47,11 @@ def table() -> dict[str, Converter]:
         _LOADED = True
         from . import (  # noqa: F401
             convert_index,
+            convert_positions,
             convert_attention,
             convert_elementwise,
+            convert_index,
+            convert_positions,
             convert_loss,
             convert_math,
             convert_nn,

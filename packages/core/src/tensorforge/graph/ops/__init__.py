@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     conv_transpose,
     elementwise,
     indexing,
+    index,
     loss,
     math_ext,
     narrow,
