@@ -54,6 +54,7 @@ def table() -> dict[str, Converter]:
             convert_positions,
             convert_loss,
             convert_math,
+            convert_norm,
             convert_nn,
             convert_rnn,
             convert_shape,
