@@ -123,37 +123,6 @@ def conv_transpose(ctx: Context, node: Node) -> list[Value]:
     return [_lower(ctx, y, nd)]
 
 
-def _pool_common(ctx: Context, node: Node) -> tuple[Value, int, dict[str, Any], dict[str, Any]]:
-    x = ctx.get(node, 0)
-    nd = _spatial(ctx, node, x)
-    at = ctx.attrs(node)
-    kernel = list(at["kernel_shape"])
-    strides = list(at.get("strides", [1] * nd))
-    dil = list(at.get("dilations", [1] * nd))
-    if any(d != 1 for d in dil):
-        raise ctx.fail(node, f"dilations={dil}", "pooling supports dilation 1 only")
-    pads = _pads(ctx, node, at, list(x.shape[2:]), kernel, strides, dil)
-    ceil_mode = bool(at.get("ceil_mode", 0))
-    return _lift(ctx, x, nd), nd, at, {
-        "kernel": tuple(_to2d(kernel, nd, 1)), "strides": tuple(_to2d(strides, nd, 1)),
-        "pads": _pads4(pads, nd), "ceil_mode": ceil_mode}
-
-
-@converter("MaxPool", versions=(1, 22))
-def max_pool(ctx: Context, node: Node) -> list[Value]:
-    if len(node.output) > 1 and node.output[1]:
-        raise ctx.fail(node, "the Indices output of MaxPool")
-    x, nd, at, attrs = _pool_common(ctx, node)
-    return [_lower(ctx, ctx.emit_multi("max_pool2d", [x], attrs)[0], nd)]
-
-
-@converter("AveragePool", versions=(1, 22))
-def avg_pool(ctx: Context, node: Node) -> list[Value]:
-    x, nd, at, attrs = _pool_common(ctx, node)
-    attrs["count_include_pad"] = bool(at.get("count_include_pad", 0))
-    return [_lower(ctx, ctx.emit_multi("avg_pool2d", [x], attrs)[0], nd)]
-
-
 @converter("GlobalAveragePool", "GlobalMaxPool", versions=(1, 22))
 def global_pool(ctx: Context, node: Node) -> list[Value]:
     x = ctx.get(node, 0)

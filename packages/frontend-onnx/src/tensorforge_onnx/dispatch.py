@@ -54,8 +54,9 @@ def table() -> dict[str, Converter]:
             convert_positions,
             convert_loss,
             convert_math,
-            convert_norm,
             convert_nn,
+            convert_norm,
+            convert_pool,
             convert_rnn,
             convert_shape,
         )

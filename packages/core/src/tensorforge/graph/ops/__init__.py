@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     narrow,
     nchwc,
     nn,
+    pool,
     reduce,
     resize,
     shape,
