@@ -57,6 +57,7 @@ def table() -> dict[str, Converter]:
             convert_nn,
             convert_norm,
             convert_pool,
+            convert_quant,
             convert_rnn,
             convert_shape,
         )

@@ -11,7 +11,6 @@ from ..expr import dtype as dt
 from ..te import Tensor
 from .arith import saturate_high
 
-
 _prod = te.comm_reducer(lambda x, y: x * y, lambda t: const(1, t), name="prod")
 
 

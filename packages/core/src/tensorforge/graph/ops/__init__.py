@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     nchwc,
     nn,
     pool,
+    quantize,
     reduce,
     resize,
     shape,
