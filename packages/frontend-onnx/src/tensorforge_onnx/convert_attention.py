@@ -169,3 +169,51 @@ def attention(ctx: Context, node: Node) -> list[Value]:
         y = ctx.reshape(y, (y.shape[0], y.shape[1], y.shape[2] * y.shape[3]))
     outs = [y, present_k, present_v, ctx.cast(qk_out, dtype)]
     return outs[:len(node.output)]
+
+
+def _slice_last(ctx: Context, x: Value, begin: int, size: int, step: int = 1) -> Value:
+    nd = len(x.shape)
+    if begin == 0 and size == x.shape[-1] and step == 1:
+        return x
+    return ctx.emit("strided_slice", x, begin=(0,) * (nd - 1) + (begin,),
+                    step=(1,) * (nd - 1) + (step,), size=tuple(x.shape[:-1]) + (size,))
+
+
+@converter("RotaryEmbedding", versions=(23, 28))
+def rotary_embedding(ctx: Context, node: Node) -> list[Value]:
+    x, cos, sin, pos = (ctx.get(node, i) for i in range(4))
+    at = ctx.attrs(node)
+    shape = x.shape
+    if len(shape) == 4:  # (B, H, S, D) -> (B, S, H, D)
+        x = ctx.emit("transpose", x, perm=(0, 2, 1, 3))
+    else:
+        heads = int(at["num_heads"])
+        x = ctx.reshape(x, (shape[0], shape[1], heads, shape[2] // heads))
+    b, s, h, d = x.shape
+    rot = int(at.get("rotary_embedding_dim", 0)) or d
+    half = rot // 2
+    if pos is not None:  # the caches' rows at each token's position (read at run time)
+        cos = ctx.emit("take", cos, pos, axis=0)
+        sin = ctx.emit("take", sin, pos, axis=0)
+    cos = ctx.reshape(cos, (cos.shape[0], cos.shape[1], 1, half) if len(cos.shape) == 3
+                      else (1, cos.shape[0], 1, half))
+    sin = ctx.reshape(sin, cos.shape)
+    x_rot = _slice_last(ctx, x, 0, rot)
+    if at.get("interleaved", 0):
+        x1, x2 = _slice_last(ctx, x_rot, 0, half, 2), _slice_last(ctx, x_rot, 1, half, 2)
+    else:
+        x1, x2 = _slice_last(ctx, x_rot, 0, half), _slice_last(ctx, x_rot, half, half)
+    real = ctx.emit("sub", ctx.emit("mul", cos, x1), ctx.emit("mul", sin, x2))
+    imag = ctx.emit("add", ctx.emit("mul", sin, x1), ctx.emit("mul", cos, x2))
+    if at.get("interleaved", 0):
+        pair = (b, s, h, half, 1)
+        y = ctx.emit_multi("concat", [ctx.reshape(real, pair), ctx.reshape(imag, pair)],
+                           {"axis": 4})[0]
+        y = ctx.reshape(y, (b, s, h, rot))
+    else:
+        y = ctx.emit_multi("concat", [real, imag], {"axis": 3})[0]
+    if rot < d:
+        y = ctx.emit_multi("concat", [y, _slice_last(ctx, x, rot, d - rot)], {"axis": 3})[0]
+    if len(shape) == 4:
+        return [ctx.emit("transpose", y, perm=(0, 2, 1, 3))]
+    return [ctx.reshape(y, shape)]
