@@ -178,3 +178,11 @@ def center_crop_pad(ctx: Context, node: Node) -> list[Value]:
     if any(p != (0, 0) for p in pads):
         y = ctx.emit("pad", y, pads=tuple(pads), mode="constant", value=0)
     return [y if y is not x else ctx.emit("identity", x)]
+
+
+@converter("ReverseSequence", versions=(10, 28))
+def reverse_sequence(ctx: Context, node: Node) -> list[Value]:
+    x, lens = ctx.get(node, 0), ctx.get(node, 1)
+    at = ctx.attrs(node)
+    return [ctx.emit("reverse_sequence", x, lens, time_axis=int(at.get("time_axis", 0)),
+                     batch_axis=int(at.get("batch_axis", 1)))]

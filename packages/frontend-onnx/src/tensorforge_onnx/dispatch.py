@@ -58,6 +58,7 @@ def table() -> dict[str, Converter]:
             convert_norm,
             convert_pool,
             convert_quant,
+            convert_recurrent,
             convert_rnn,
             convert_shape,
         )

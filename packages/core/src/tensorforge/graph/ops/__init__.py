@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     activation,
     conv_transpose,
+    data,
     elementwise,
     indexing,
     index,
