@@ -253,3 +253,26 @@ def _reduce_float(ctx: Context, node: Node, x: Value) -> Value:
     elif op == "ReduceLogSum":
         out = ctx.emit("log", out)
     return out
+
+
+@converter("Einsum", versions=(12, 28))
+def einsum(ctx: Context, node: Node) -> list[Value]:
+    vals = [ctx.get(node, i) for i in range(len(node.input))]
+    eq = str(ctx.attrs(node)["equation"]).replace(" ", "")
+    lhs, _, rhs = eq.partition("->")
+    subs = lhs.split(",")
+    if len(subs) != len(vals):
+        raise ctx.fail(node, f"equation {eq!r} for {len(vals)} operands")
+    # `...` becomes capital letters, one per broadcast dim, aligned from the right
+    ell = max((len(v.shape) - len(s.replace("...", "")) for s, v in zip(subs, vals)
+               if "..." in s), default=0)
+    caps = "".join(chr(ord("A") + k) for k in range(ell))
+    subs = [s.replace("...", caps[ell - (len(v.shape) - len(s.replace("...", ""))):])
+            for s, v in zip(subs, vals)]
+    if _ == "":  # implicit output: the letters seen once, sorted, after the ellipsis dims
+        counts = {ch: sum(s.count(ch) for s in subs) for ch in set("".join(subs))}
+        rhs = caps + "".join(sorted(ch for ch, n in counts.items() if n == 1 and
+                                    ch not in caps))
+    else:
+        rhs = rhs.replace("...", caps)
+    return [ctx.emit_multi("einsum", vals, {"inputs": tuple(subs), "output": rhs})[0]]

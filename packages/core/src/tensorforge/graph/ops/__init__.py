@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     activation,
     conv_transpose,
     data,
+    einsum,
     elementwise,
     indexing,
     index,
