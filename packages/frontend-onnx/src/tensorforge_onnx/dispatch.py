@@ -61,6 +61,7 @@ def table() -> dict[str, Converter]:
             convert_recurrent,
             convert_rnn,
             convert_shape,
+            convert_spatial,
         )
     return TABLE
 

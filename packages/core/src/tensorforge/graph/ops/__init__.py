@@ -17,6 +17,7 @@ from . import (  # noqa: F401
     quantize,
     reduce,
     resize,
+    sampling,
     shape,
     transform,
 )
