@@ -48,6 +48,8 @@ class Context:
         self.op_version = opset  # since_version of the current node's schema
         self.fresh: set[int] = set()  # ids of values created while converting self.node
         self.known: dict[int, np.ndarray] = {}  # run-time values whose value import knows
+        # values of data-dependent size: id -> (the int64 count value, axis); see `sized`
+        self.sized: dict[int, tuple[Value, int]] = {}
 
     # access ------------------------------------------------------------------------------
     def has(self, node: onnx.NodeProto, i: int) -> bool:
@@ -121,6 +123,12 @@ class Context:
             for o, r in zip(outs, vals):
                 self.known[id(o)] = np.asarray(r).astype(o.dtype).reshape(o.shape)
         return outs
+
+    def mark_sized(self, v: Value, count: Value, axis: int) -> Value:
+        """`v` holds a bound of a data-dependent size (NonZero ...) of which the first
+        `count` entries along `axis` are the result; it may only be a model output."""
+        self.sized[id(v)] = (count, axis)
+        return v
 
     def value_of(self, v: Value) -> np.ndarray | None:
         """The value of `v` if import knows it (constant or specialized), else None."""

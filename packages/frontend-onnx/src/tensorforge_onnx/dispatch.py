@@ -60,6 +60,7 @@ def table() -> dict[str, Converter]:
             convert_quant,
             convert_recurrent,
             convert_rnn,
+            convert_select,
             convert_shape,
             convert_spatial,
         )

@@ -194,9 +194,30 @@ def convert(m: onnx.ModelProto, label: str, input_shapes: dict[str, tuple[int, .
         for name, v in zip(n.output, outs):
             if name and v is not None:
                 _bind(ctx, name, v)
+    _check_sized(ctx, label)
     seen: list[Value] = []
     g.outputs = [_output(ctx, o.name, seen) for o in og.output]
+    for i, o in enumerate(og.output):  # data-dependent sizes: the count is a hidden output
+        src = ctx.values.get(o.name)
+        if src is not None and id(src) in ctx.sized:
+            count, axis = ctx.sized[id(src)]
+            g.outputs.append(count)
+            g.sized_outputs[i] = (len(g.outputs) - 1, axis)
     return g
+
+
+def _check_sized(ctx: Context, label: str) -> None:
+    """A value of data-dependent size (NonZero's output ...) may only be a model output:
+    the compiled kernels have static shapes, only the executor trims outputs."""
+    for n in ctx.g.nodes:
+        for v in n.inputs:
+            if id(v) in ctx.sized:
+                raise OnnxImportError(
+                    f"{v.name!r} in {label} has a size that depends on the input values "
+                    f"(NonZero, NonMaxSuppression, Unique, Compress ...) and is read by "
+                    f"node {n.name!r}; tensorforge supports such values only as model "
+                    "outputs (kernels have static shapes). Make it a model output, or bound "
+                    "the size (e.g. TopK with a fixed k) in the model.")
 
 
 def _input_type(vi: onnx.ValueInfoProto, override: tuple[int, ...] | None, label: str,

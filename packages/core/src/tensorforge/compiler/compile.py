@@ -191,6 +191,17 @@ def workload_key(grp: Any) -> tuple[Any, ...]:
     return ins, tuple(nodes), tuple(where[id(v)] for v in grp.outputs)
 
 
+def _outputs(g: Graph, ref: Any) -> list[dict[str, Any]]:
+    """Output entries; a data-dependent size (`Graph.sized_outputs`) names the value holding
+    the count (`size_from`), and that count output is `hidden` from the caller."""
+    outs = [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "value": ref(v)}
+            for v in g.outputs]
+    for i, (j, axis) in g.sized_outputs.items():
+        outs[i]["size_from"] = {"value": outs[j]["value"], "axis": axis}
+        outs[j]["hidden"] = True
+    return outs
+
+
 def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
              func_of: dict[str, str] | None = None
              ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
@@ -236,8 +247,7 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
         "target": str(target),
         "inputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "value": ref(v)}
                    for v in g.inputs],
-        "outputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "value": ref(v)}
-                    for v in g.outputs],
+        "outputs": _outputs(g, ref),
         "values": values,
         "storages": list(p.memory.storage_bytes),
         "kernels": kernels,

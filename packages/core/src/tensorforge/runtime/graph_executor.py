@@ -15,7 +15,12 @@ it), so threads really run in parallel. At most `max_concurrency` arenas exist (
 CPUs this process may use); further callers wait for a free one.
 
 Errors: a kernel's non-zero status becomes a `KernelError` (see `cfunction.py`) naming the
-graph kernel (group and ops) that returned it; the arena goes back to the pool either way."""
+graph kernel (group and ops) that returned it; the arena goes back to the pool either way.
+
+Data-dependent output sizes (NonZero, NonMaxSuppression ...): such an output's buffer holds
+its bound, its kernel also writes the actual size into a hidden output (`size_from`), and
+`get_outputs` returns that many entries. Narrow dtypes (bfloat16, float8 ...) are held as
+their stored bits and viewed as the narrow type at the inputs and outputs."""
 
 from __future__ import annotations
 
@@ -336,9 +341,14 @@ class GraphExecutor:
         """Copies of the outputs (the arena's buffers are reused by the next call)."""
         outs = []
         for o in self.outputs:
+            if o.get("hidden"):  # the size of a data-dependent output, applied below
+                continue
             out = self.value(arena, o["value"]).copy()
             if out.dtype.name != o["dtype"]:  # a narrow type held as its bits
                 out = out.view(np_dtype(o["dtype"]))
+            if "size_from" in o:  # the kernel wrote its data-dependent size: keep that many
+                n = int(arena.arrays[o["size_from"]["value"]].reshape(-1)[0])
+                out = np.take(out, np.arange(n), axis=o["size_from"]["axis"])
             outs.append(out)
         return outs
 
@@ -415,7 +425,7 @@ class CompiledModel:
     @property
     def output_specs(self) -> list[dict[str, Any]]:
         return [{"name": o["name"], "shape": tuple(o["shape"]), "dtype": o["dtype"]}
-                for o in self.desc["outputs"]]
+                for o in self.desc["outputs"] if not o.get("hidden")]
 
     @property
     def kernels(self) -> list[str]:

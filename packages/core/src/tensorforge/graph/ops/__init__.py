@@ -18,6 +18,7 @@ from . import (  # noqa: F401
     reduce,
     resize,
     sampling,
+    select,
     shape,
     transform,
 )
