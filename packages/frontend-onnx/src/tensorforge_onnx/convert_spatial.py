@@ -1,8 +1,9 @@
 """Converters for spatial sampling and rearrangement ops: GridSample, AffineGrid, RoiAlign,
-Col2Im."""
+Col2Im, MaxUnpool; and Det."""
 
 from __future__ import annotations
 
+import numpy as np
 import onnx
 
 from tensorforge.graph import Value
@@ -31,3 +32,69 @@ def grid_sample(ctx: Context, node: Node) -> list[Value]:
     coords = ctx.emit("grid_coords", grid, dims=tuple(x.shape[2:]), mode=mode, padding=pad,
                       align_corners=align, dtype=dtype)
     return [ctx.emit("grid_sample", x, coords, mode=mode, padding=pad, align_corners=align)]
+
+
+@converter("AffineGrid", versions=(20, 28))
+def affine_grid(ctx: Context, node: Node) -> list[Value]:
+    theta = ctx.get(node, 0)
+    size = [int(s) for s in np.asarray(ctx.const(node, 1, "size")).reshape(-1)]
+    align = bool(ctx.attrs(node).get("align_corners", 0))
+    n, sp = size[0], size[2:]
+    axes = []
+    for d in sp:  # normalized coordinates of each position along one spatial dim
+        if align:
+            axes.append(np.linspace(-1, 1, d) if d > 1 else np.zeros(1))
+        else:
+            axes.append((np.arange(d) * 2 + 1) / d - 1)
+    mesh = np.meshgrid(*axes, indexing="ij")  # coords in (x, y[, z]) order, homogeneous
+    base = np.stack([*[m.reshape(-1) for m in reversed(mesh)],
+                     np.ones(int(np.prod(sp)))], -1).astype(theta.dtype)
+    base_v = ctx.constant(base.reshape(1, *base.shape), "base")
+    grid = ctx.emit("matmul", base_v, ctx.emit("transpose", theta, perm=(0, 2, 1)))
+    return [ctx.reshape(grid, (n, *sp, len(sp)))]
+
+
+@converter("RoiAlign", versions=(10, 28))
+def roi_align(ctx: Context, node: Node) -> list[Value]:
+    x, rois, bidx = (ctx.get(node, i) for i in range(3))
+    at = ctx.attrs(node)
+    half = at.get("coordinate_transformation_mode", "half_pixel" if ctx.op_version >= 16
+                  else "output_half_pixel") == "half_pixel"
+    return [ctx.emit("roi_align", x, rois, bidx,
+                     out=(int(at.get("output_height", 1)), int(at.get("output_width", 1))),
+                     mode=at.get("mode", "avg"), sampling_ratio=int(at.get("sampling_ratio", 0)),
+                     spatial_scale=float(at.get("spatial_scale", 1.0)), half_pixel=half)]
+
+
+@converter("Col2Im", versions=(18, 28))
+def col2im(ctx: Context, node: Node) -> list[Value]:
+    x = ctx.get(node, 0)
+    image = [int(v) for v in np.asarray(ctx.const(node, 1, "image_shape")).reshape(-1)]
+    block = [int(v) for v in np.asarray(ctx.const(node, 2, "block_shape")).reshape(-1)]
+    at = ctx.attrs(node)
+    m = len(image)
+    return [ctx.emit("col2im", x, image=tuple(image), block=tuple(block),
+                     dilations=tuple(int(v) for v in at.get("dilations", [1] * m)),
+                     strides=tuple(int(v) for v in at.get("strides", [1] * m)),
+                     pads=tuple(int(v) for v in at.get("pads", [0] * (2 * m))))]
+
+
+@converter("MaxUnpool", versions=(9, 28))
+def max_unpool(ctx: Context, node: Node) -> list[Value]:
+    x, idx = ctx.get(node, 0), ctx.get(node, 1)
+    at = ctx.attrs(node)
+    if ctx.has(node, 2):
+        shape = [int(v) for v in np.asarray(ctx.const(node, 2, "output_shape")).reshape(-1)]
+    else:
+        k = list(at["kernel_shape"])
+        n = len(k)
+        s = list(at.get("strides", [1] * n))
+        p = list(at.get("pads", [0] * (2 * n)))
+        shape = [*x.shape[:2], *[(x.shape[2 + i] - 1) * s[i] + k[i] - p[i] - p[n + i]
+                                 for i in range(n)]]
+    return [ctx.emit("max_unpool", x, idx, shape=tuple(shape))]
+
+
+@converter("Det", versions=(11, 28))
+def det(ctx: Context, node: Node) -> list[Value]:
+    return [ctx.emit("det", ctx.get(node, 0))]

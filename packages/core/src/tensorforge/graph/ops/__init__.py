@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     einsum,
     elementwise,
     indexing,
+    image,
     index,
     loss,
     math_ext,
