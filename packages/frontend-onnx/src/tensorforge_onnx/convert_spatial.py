@@ -98,3 +98,35 @@ def max_unpool(ctx: Context, node: Node) -> list[Value]:
 @converter("Det", versions=(11, 28))
 def det(ctx: Context, node: Node) -> list[Value]:
     return [ctx.emit("det", ctx.get(node, 0))]
+
+
+@converter("DFT", versions=(17, 28))
+def dft(ctx: Context, node: Node) -> list[Value]:
+    x = ctx.get(node, 0)
+    at = ctx.attrs(node)
+    nd = len(x.shape)
+    if ctx.op_version >= 20:
+        axis = int(np.asarray(ctx.const(node, 2, "axis")).reshape(-1)[0]) if ctx.has(
+            node, 2) else -2
+    else:
+        axis = int(at.get("axis", 1))
+    axis %= nd
+    inverse, onesided = bool(at.get("inverse", 0)), bool(at.get("onesided", 0))
+    if ctx.has(node, 1):
+        n = int(np.asarray(ctx.const(node, 1, "dft_length")).reshape(-1)[0])
+    else:
+        n = 2 * (x.shape[axis] - 1) if inverse and onesided else x.shape[axis]
+    return [ctx.emit("dft", x, axis=axis, length=n, inverse=inverse, onesided=onesided)]
+
+
+@converter("STFT", versions=(17, 28))
+def stft(ctx: Context, node: Node) -> list[Value]:
+    x, window = ctx.get(node, 0), ctx.get(node, 2)
+    step = int(np.asarray(ctx.const(node, 1, "frame_step")).reshape(-1)[0])
+    if ctx.has(node, 3):
+        n = int(np.asarray(ctx.const(node, 3, "frame_length")).reshape(-1)[0])
+    else:
+        n = window.shape[0]
+    ins = [x] + ([window] if window is not None else [])
+    return [ctx.emit_multi("stft", ins, {"length": n, "step": step, "onesided": bool(
+        ctx.attrs(node).get("onesided", 1))})[0]]

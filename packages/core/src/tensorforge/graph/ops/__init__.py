@@ -21,5 +21,6 @@ from . import (  # noqa: F401
     sampling,
     select,
     shape,
+    signal,
     transform,
 )
