@@ -202,13 +202,33 @@ def log_softmax(ctx: Context, node: Node) -> list[Value]:
 @converter("BatchNormalization", versions=(7, 15))
 def batch_norm(ctx: Context, node: Node) -> list[Value]:
     at = ctx.attrs(node)
-    if at.get("training_mode", 0) or (len(node.output) > 1 and any(node.output[1:])):
-        raise ctx.fail(node, "training mode (running mean/var outputs)",
+    if at.get("training_mode", 0):
+        return _batch_norm_training(ctx, node, at)
+    if len(node.output) > 1 and any(node.output[1:]):
+        raise ctx.fail(node, "running mean/var outputs without training_mode",
                        "export the model in inference mode (model.eval())")
     if ctx.op_version < 9 and not at.get("spatial", 1):
         raise ctx.fail(node, "spatial=0")
     ins = [ctx.get(node, i) for i in range(5)]
     return [ctx.emit_multi("batch_norm", ins, {"epsilon": f32(at.get("epsilon", 1e-5))})[0]]
+
+
+def _batch_norm_training(ctx: Context, node: Node, at: dict[str, Any]) -> list[Value]:
+    """Normalize with the batch's statistics; the running mean and variance outputs are
+    momentum * running + (1 - momentum) * batch (onnx's reference)."""
+    x, scale, bias, mean, var = (ctx.get(node, i) for i in range(5))
+    axes = tuple(d for d in range(len(x.shape)) if d != 1)
+    bm = ctx.emit("reduce_mean", x, axes=axes, keepdims=False)
+    shape = (1, x.shape[1]) + (1,) * (len(x.shape) - 2)
+    d = ctx.emit("sub", x, ctx.reshape(bm, shape))
+    bv = ctx.emit("reduce_mean", ctx.emit("mul", d, d), axes=axes, keepdims=False)
+    y = ctx.emit_multi("batch_norm", [x, scale, bias, bm, bv],
+                       {"epsilon": float(at.get("epsilon", 1e-5))})[0]
+    m = float(at.get("momentum", 0.9))
+    mom, rest = ctx.scalar(m, mean), ctx.scalar(1 - m, mean)
+    run_mean = ctx.emit("add", ctx.emit("mul", mean, mom), ctx.emit("mul", bm, rest))
+    run_var = ctx.emit("add", ctx.emit("mul", var, mom), ctx.emit("mul", bv, rest))
+    return [y, run_mean, run_var][:len(node.output)]
 
 
 @converter("InstanceNormalization", versions=(6, 22))
