@@ -9,17 +9,20 @@ updated:
     TFORGE_UPDATE_NODE_SUITE=1 pytest packages/frontend-onnx/tests/test_onnx_node_suite.py
 
 Inputs stay inputs: a shape fed as an input (Reshape's shape, Tile's repeats) specializes
-the compiled model (`TensorforgeRep`), whose kernels still read every data input; a case
-whose output would be folded from input values at import fails (see `backend.py`).
+the compiled model (`TensorforgeRep`), whose kernels still read every data input.
 
-onnx >= 1.20 builds the ~1,900 node cases in memory (`load_node_model_tests`, ~20 s once);
-the cases run through `onnx.backend.test.BackendTest` with `TensorforgeBackend`."""
+The selected cases are compiled and run up front by a pool of forked worker processes
+(`TFORGE_NODE_SUITE_WORKERS`, default: the CPU count; 1 runs them in this process), then
+each parametrized test checks its case's result. `python node_suite_report.py` groups the
+failures of the file by reason."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +54,7 @@ def _llvm(llvm_target: Any) -> None:
 
 
 RESULTS: dict[str, tuple[str, float, str]] = {}  # name -> (status, seconds, reason)
+_SUITE: dict[str, Any] = {}  # what forked workers read
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +69,8 @@ def suite() -> dict[str, Any]:
     cases = {c.name: c for c in load_node_model_tests()}
     bt = onnx.backend.test.BackendTest(TensorforgeBackend, __name__)
     cls = bt.test_cases["OnnxBackendNodeModelTest"]
-    return {"cases": cases, "cls": cls}
+    _SUITE.update(cases=cases, cls=cls)
+    return _SUITE
 
 
 def test_every_case_is_listed(suite: dict[str, Any]) -> None:
@@ -78,8 +83,9 @@ def test_every_case_is_listed(suite: dict[str, Any]) -> None:
         "(TFORGE_UPDATE_NODE_SUITE=1).")
 
 
-def _run(suite: dict[str, Any], name: str) -> tuple[str, float, str]:
-    cls = suite["cls"]
+def _run(name: str) -> tuple[str, float, str]:
+    """Compile and run one case through BackendTest (in this process)."""
+    cls = _SUITE["cls"]
     t0 = time.perf_counter()
     try:
         with warnings.catch_warnings():
@@ -92,16 +98,45 @@ def _run(suite: dict[str, Any], name: str) -> tuple[str, float, str]:
     return status, time.perf_counter() - t0, reason
 
 
+def _workers() -> int:
+    return max(1, int(os.environ.get("TFORGE_NODE_SUITE_WORKERS", os.cpu_count() or 1)))
+
+
+def run_cases(names: list[str]) -> dict[str, tuple[str, float, str]]:
+    """Every case of `names` compiled and run, by forked workers when there are several
+    CPUs (compilation is CPU-bound and each case is independent)."""
+    todo = [n for n in names if n not in RESULTS]
+    if _workers() > 1 and len(todo) > 1:
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(_workers(), mp_context=ctx) as pool:
+            RESULTS.update(zip(todo, pool.map(_run, todo, chunksize=4)))
+    else:
+        RESULTS.update((n, _run(n)) for n in todo)
+    return {n: RESULTS[n] for n in names}
+
+
+def _selected(request: pytest.FixtureRequest) -> list[str]:
+    """The case names of this session's selected test_node items (so `-k abs` compiles one
+    case, not the suite)."""
+    out = []
+    for item in request.session.items:
+        spec = getattr(item, "callspec", None)
+        if getattr(item, "originalname", "") == "test_node" and spec is not None:
+            out.append(spec.params["name"])
+    return out
+
+
 _NAMES = sorted(EXPECTED) if EXPECTED and not UPDATE else []
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _NAMES)
-def test_node(suite: dict[str, Any], name: str) -> None:
+def test_node(suite: dict[str, Any], request: pytest.FixtureRequest, name: str) -> None:
     if name not in suite["cases"]:
         pytest.fail(f"{name} is listed in {EXPECTED_FILE.name} but onnx has no such case")
-    status, secs, reason = _run(suite, name)
-    RESULTS[name] = (status, secs, reason)
+    if name not in RESULTS:
+        run_cases([n for n in _selected(request) if n in suite["cases"]] or [name])
+    status, _, reason = RESULTS[name]
     want, want_reason = EXPECTED[name]
     if want == "PASS" and status != "PASS":
         pytest.fail(f"regression: {name} passed before and now fails: {reason}")
@@ -113,32 +148,34 @@ def test_node(suite: dict[str, Any], name: str) -> None:
 
 
 def test_report_totals() -> None:
-    """Runs after the node tests (file order): the totals and the wall time."""
+    """Runs after the node tests (file order): the totals and the summed case time."""
     if not RESULTS:
         pytest.skip("no node tests ran")
     passed = sum(s == "PASS" for s, _, _ in RESULTS.values())
     total = sum(t for _, t, _ in RESULTS.values())
-    print(f"\nONNX node suite: {passed}/{len(RESULTS)} pass, {total:.1f} s")
+    print(f"\nONNX node suite: {passed}/{len(RESULTS)} pass, {total:.1f} s of case time "
+          f"on {_workers()} worker(s)")
 
 
 @pytest.mark.skipif(not UPDATE, reason="set TFORGE_UPDATE_NODE_SUITE=1 to rewrite the file")
 def test_update_expectations(suite: dict[str, Any]) -> None:
     """Run every case (ours and onnxruntime's) and rewrite the expectations file."""
-    rows = []
-    for name in sorted(suite["cases"]):
-        status, secs, reason = _run(suite, name)
-        rows.append((name, status, secs, _ort_status(suite["cases"][name]), reason))
-    ours = sum(r[1] == "PASS" for r in rows)
-    ort = sum(r[3] == "PASS" for r in rows)
+    names = sorted(suite["cases"])
+    t0 = time.perf_counter()
+    ours = run_cases(names)
+    wall = time.perf_counter() - t0
+    rows = [(n, *ours[n][:2], _ort_status(suite["cases"][n]), ours[n][2]) for n in names]
+    n_ours = sum(r[1] == "PASS" for r in rows)
+    n_ort = sum(r[3] == "PASS" for r in rows)
     head = [
         "# Every ONNX backend node test of the installed onnx, compiled for the CPU by",
         "# tensorforge and run. Columns: test, our status, seconds, onnxruntime's status on the",
         "# same case with the same comparison, the reason for our FAIL.",
-        f"# cases {len(rows)}; tensorforge PASS {ours}; onnxruntime PASS {ort}; our time "
-        f"{sum(r[2] for r in rows):.0f} s.",
+        f"# cases {len(rows)}; tensorforge PASS {n_ours}; onnxruntime PASS {n_ort}; "
+        f"wall {wall:.0f} s on {_workers()} worker(s).",
         "# Regenerate: TFORGE_UPDATE_NODE_SUITE=1 pytest "
         "packages/frontend-onnx/tests/test_onnx_node_suite.py",
-        "# (summary by reason: python packages/frontend-onnx/tests/node_suite_report.py)",
+        "# Failures by reason: python packages/frontend-onnx/tests/node_suite_report.py",
         "#",
     ]
     assert len(head) == HEADER_LINES

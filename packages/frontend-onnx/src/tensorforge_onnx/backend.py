@@ -14,7 +14,7 @@ from onnx.backend.base import Backend, BackendRep
 
 from tensorforge.graph import Graph
 
-from .errors import DynamicShapeError
+from .errors import DynamicShapeError, OnnxImportError
 from .frontend import load
 
 #: the target node tests compile for; one thread keeps CI's two cores for pytest itself
@@ -30,6 +30,16 @@ def _compile(graph: Graph) -> Any:
 
 #: ops whose output depends on the shape of their input only, not on its values
 _SHAPE_ONLY = {"Shape", "Size"}
+#: operands that only size or place the result (a specialized input may feed these)
+_SHAPE_OPERANDS: dict[str, set[int]] = {
+    "Reshape": {1}, "Expand": {1}, "Tile": {1}, "ConstantOfShape": {0}, "Slice": {1, 2, 3, 4},
+    "Pad": {1, 3}, "Resize": {1, 2, 3}, "Upsample": {1}, "Squeeze": {1}, "Unsqueeze": {1},
+    "Split": {1}, "TopK": {1}, "OneHot": {1}, "CenterCropPad": {1}, "Range": {1},
+    "CumSum": {1}, "CumProd": {1}, "Col2Im": {1, 2}, "DFT": {1, 2}, "STFT": {1, 3},
+    "AffineGrid": {1}, "MaxUnpool": {2}, "ReduceSum": {1}, "ReduceMean": {1},
+    "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1}, "ReduceL1": {1}, "ReduceL2": {1},
+    "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceSumSquare": {1},
+}
 
 
 class TensorforgeRep(BackendRep):
@@ -67,13 +77,40 @@ class TensorforgeRep(BackendRep):
             spec = {n: feed[n] for n in self._specialized}
             shapes = {k: v.shape for k, v in feed.items() if k not in spec}
             try:
-                return load(self.model, shapes, specialize=spec, **self.options)
+                g = load(self.model, shapes, specialize=spec, **self.options)
+                self._check_not_folded(g)
+                return g
             except DynamicShapeError as e:
                 need = [n for n in self._input_ancestors(e.value_name)
                         if n not in self._specialized]
                 if not need:
                     raise
                 self._specialized.update(need)
+
+    def _check_not_folded(self, g: Graph) -> None:
+        """Inputs stay inputs: an output that import computed (a constant) must not depend
+        on the values of a specialized input other than through shape operands; that would
+        be the answer folded from the data, not computed by the kernels."""
+        producer = {o: n for n in self.model.graph.node for o in n.output}
+        for out, v in zip(self.model.graph.output, g.outputs):
+            if not v.is_const:
+                continue
+            stack, seen = [out.name], set()
+            while stack:
+                name = stack.pop()
+                if name in seen:
+                    continue
+                seen.add(name)
+                if name in self._specialized:
+                    raise OnnxImportError(
+                        f"output {out.name!r} would be folded at import from the value of "
+                        f"input {name!r} (specialized for the shapes it decides); the "
+                        "kernels must compute it. This is a frontend bug: report it.")
+                n = producer.get(name)
+                if n is None or n.op_type in _SHAPE_ONLY:
+                    continue
+                skip = _SHAPE_OPERANDS.get(n.op_type, set())
+                stack.extend(x for i, x in enumerate(n.input) if x and i not in skip)
 
     def _input_ancestors(self, name: str | None) -> list[str]:
         """The model inputs whose values `name` is computed from."""
