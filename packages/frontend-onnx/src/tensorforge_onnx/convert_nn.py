@@ -68,6 +68,8 @@ def _lower(ctx: Context, y: Value, nd: int) -> Value:
 @converter("Conv", versions=(1, 22))
 def conv(ctx: Context, node: Node) -> list[Value]:
     x, w, b = ctx.get(node, 0), ctx.get(node, 1), ctx.get(node, 2)
+    if len(x.shape) > 4:
+        return [_conv_nd(ctx, node, x, w, b)]
     nd = _spatial(ctx, node, x)
     at = ctx.attrs(node)
     kernel = list(at.get("kernel_shape", w.shape[2:]))
@@ -81,10 +83,23 @@ def conv(ctx: Context, node: Node) -> list[Value]:
     return [_lower(ctx, y, nd)]
 
 
+def _conv_nd(ctx: Context, node: Node, x: Value, w: Value, b: Value | None) -> Value:
+    """3-D (and higher) convolutions: the direct N-D op."""
+    at = ctx.attrs(node)
+    nd = len(x.shape) - 2
+    kernel = list(at.get("kernel_shape", w.shape[2:]))
+    strides = list(at.get("strides", [1] * nd))
+    dil = list(at.get("dilations", [1] * nd))
+    pads = _pads(ctx, node, at, list(x.shape[2:]), kernel, strides, dil)
+    return ctx.emit_multi("conv_nd", [x, w] + ([b] if b is not None else []), {
+        "strides": tuple(strides), "dilations": tuple(dil), "pads": tuple(pads),
+        "groups": int(at.get("group", 1))})[0]
+
+
 @converter("ConvTranspose", versions=(1, 22))
 def conv_transpose(ctx: Context, node: Node) -> list[Value]:
     x, w, b = ctx.get(node, 0), ctx.get(node, 1), ctx.get(node, 2)
-    nd = _spatial(ctx, node, x)
+    nd = len(x.shape) - 2 if len(x.shape) > 4 else _spatial(ctx, node, x)
     at = ctx.attrs(node)
     g = int(at.get("group", 1))
     kernel = list(at.get("kernel_shape", w.shape[2:]))
@@ -115,6 +130,10 @@ def conv_transpose(ctx: Context, node: Node) -> list[Value]:
         pads = [0] * (2 * nd)
     else:
         pads = [int(p) for p in at.get("pads", [0] * (2 * nd))]
+    if nd > 2:
+        return [ctx.emit_multi("conv_transpose_nd", [x, w] + ([b] if b is not None else []), {
+            "strides": tuple(strides), "dilations": tuple(dil), "pads": tuple(pads),
+            "output_padding": tuple(opad), "groups": g})[0]]
     ins = [_lift(ctx, x, nd), _lift(ctx, w, nd)] + ([b] if b is not None else [])
     y = ctx.emit_multi("conv2d_transpose", ins, {
         "strides": tuple(_to2d(strides, nd, 1)), "dilations": tuple(_to2d(dil, nd, 1)),

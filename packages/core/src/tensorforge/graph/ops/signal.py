@@ -107,7 +107,7 @@ def _stft_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
     x = _complex(ins[0].astype("float64"))
     n, step = at["length"], at["step"]
     w = ins[1].astype("float64") if len(ins) > 1 else np.ones(n)
-    (b, frames, bins, _), _ = _stft_infer([(ins[0].shape, "")], at)[0], None
+    b, frames, bins, _ = _stft_infer([(ins[0].shape, "")], at)[0][0]
     out = np.zeros((b, frames, bins, 2))
     for fr in range(frames):
         seg = x[:, fr * step: fr * step + n] * w
