@@ -13,7 +13,7 @@ from pathlib import Path
 EXPECTED_FILE = Path(__file__).with_name("node_suite_expected.txt")
 
 _GROUPS = (  # (label, pattern on the reason), first match wins
-    ("op not converted", re.compile(r"unsupported ops? at opset \d+: (.*?)\. tensorforge")),
+    ("op not converted", re.compile(r"ops not converted: (.*?) \(opset")),
     ("sequence / optional / string values", re.compile(
         r"(not a tensor|element type STRING|SequenceEmpty|Optional|Sequence)")),
     ("attribute or form not supported", re.compile(r"UnsupportedAttributeError: (\w+)")),

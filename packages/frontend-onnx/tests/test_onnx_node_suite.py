@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
@@ -93,9 +94,19 @@ def _run(name: str) -> tuple[str, float, str]:
             getattr(cls(f"{name}_cpu"), f"{name}_cpu")()
         status, reason = "PASS", ""
     except Exception as e:  # noqa: BLE001
-        status = "FAIL"
-        reason = f"{type(e).__name__}: {' '.join(str(e).split())}"[:160]
+        status, reason = "FAIL", _short_reason(e)
     return status, time.perf_counter() - t0, reason
+
+
+def _short_reason(e: Exception) -> str:
+    """The error in one line of at most 160 characters; an unsupported-op error as the ops
+    it names (without node names), so the file groups by op."""
+    text = " ".join(str(e).split())
+    m = re.search(r"unsupported ops? at opset (\d+): (.*?)\. tensorforge", text)
+    if m:
+        ops = re.sub(r"\s*\(nodes? [^)]*\)", "", m.group(2))
+        text = f"ops not converted: {ops} (opset {m.group(1)})"
+    return f"{type(e).__name__}: {text}"[:160]
 
 
 def _workers() -> int:

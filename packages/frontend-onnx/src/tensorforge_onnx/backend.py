@@ -30,8 +30,10 @@ def _compile(graph: Graph) -> Any:
 
 #: ops whose output depends on the shape of their input only, not on its values
 _SHAPE_ONLY = {"Shape", "Size"}
-#: operands that only size or place the result (a specialized input may feed these)
+#: operands that only size or place the result, or select the op's mode (Dropout's ratio
+#: and training_mode): a specialized input may feed these
 _SHAPE_OPERANDS: dict[str, set[int]] = {
+    "Dropout": {1, 2},
     "Reshape": {1}, "Expand": {1}, "Tile": {1}, "ConstantOfShape": {0}, "Slice": {1, 2, 3, 4},
     "Pad": {1, 3}, "Resize": {1, 2, 3}, "Upsample": {1}, "Squeeze": {1}, "Unsqueeze": {1},
     "Split": {1}, "TopK": {1}, "OneHot": {1}, "CenterCropPad": {1}, "Range": {1},
@@ -60,16 +62,20 @@ class TensorforgeRep(BackendRep):
         self._specialized: set[str] = set()
         self._cache: dict[Any, Any] = {}
 
-    def _compiled_for(self, feed: dict[str, np.ndarray]) -> Any:
+    def _key(self, feed: dict[str, np.ndarray]) -> Any:
         if self.graph is not None:
-            key: Any = "static"
-        else:
-            key = tuple(sorted((k, v.shape, v.dtype.str,
-                                v.tobytes() if k in self._specialized else b"")
-                               for k, v in feed.items()))
+            return "static"
+        return tuple(sorted((k, v.shape, v.dtype.str,
+                             v.tobytes() if k in self._specialized else b"")
+                            for k, v in feed.items()))
+
+    def _compiled_for(self, feed: dict[str, np.ndarray]) -> Any:
+        key = self._key(feed)
         if key not in self._cache:
-            self._cache[key] = _compile(self.graph if self.graph is not None
-                                        else self._convert(feed))
+            graph = self.graph if self.graph is not None else self._convert(feed)
+            key = self._key(feed)  # converting may have learned which inputs to specialize
+            if key not in self._cache:
+                self._cache[key] = _compile(graph)
         return self._cache[key]
 
     def _convert(self, feed: dict[str, np.ndarray]) -> Graph:

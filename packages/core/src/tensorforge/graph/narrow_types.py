@@ -152,13 +152,14 @@ def encode_np(x: np.ndarray, f: NarrowFormat, saturate: bool = True,
     rb = r.astype("float32").view("uint32")
     er = ((rb >> 23) & 0xFF).astype("int64") - 127
     normal = ((er + f.bias) << m) | ((rb >> (23 - m)) & ((1 << m) - 1))
-    sub = (r * np.float32(2.0 ** (m - emin))).astype("int64")
+    with np.errstate(over="ignore", invalid="ignore"):
+        sub = (r * np.float32(2.0 ** (m - emin))).astype("int64")
     code = np.where(r == 0, 0, np.where(er >= emin, normal, sub))
     sbit = sign << (e + m)
     if f.fnuz:
         sbit = np.where(code == 0, 0, sbit)
     max_code = _max_code(f)
-    if saturate:
+    if saturate or (f.nan is None and f.inf is None):  # float4: nothing else to overflow to
         over = sbit | max_code
     elif f.inf is not None:
         over = sbit | f.inf

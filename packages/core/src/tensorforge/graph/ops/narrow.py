@@ -121,7 +121,7 @@ def encode_te(x: PrimExpr, f: NarrowFormat, saturate: bool = True,
     sbit = te.shift_left(sign, const(e + m, "int32"))
     if f.fnuz:
         sbit = te.select(code == zero, zero, sbit)
-    if saturate:
+    if saturate or (f.nan is None and f.inf is None):  # float4: nothing else to overflow to
         over = te.bitwise_or(sbit, const(_max_code(f), "int32"))
     elif f.inf is not None:
         over = te.bitwise_or(sbit, const(f.inf, "int32"))

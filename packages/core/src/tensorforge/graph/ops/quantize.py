@@ -51,7 +51,10 @@ def _quantize_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]
     to = at.get("to", "uint8")
     if np.dtype(to).kind == "f":
         return [np.asarray(y).astype(to)]
-    q = np.rint(y).astype("int64")
+    big = float(2 ** 40)  # as the kernel: clamp before converting (inf saturates)
+    with np.errstate(invalid="ignore"):
+        r = np.rint(np.asarray(y, "float64"))
+    q = np.where(np.isnan(r), -big, np.clip(r, -big, big)).astype("int64")
     if len(ins) > 2:
         q = q + ins[2].astype("int64")
     lo, hi = _range(at)
