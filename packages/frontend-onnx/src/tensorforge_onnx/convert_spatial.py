@@ -130,3 +130,21 @@ def stft(ctx: Context, node: Node) -> list[Value]:
     ins = [x] + ([window] if window is not None else [])
     return [ctx.emit_multi("stft", ins, {"length": n, "step": step, "onesided": bool(
         ctx.attrs(node).get("onesided", 1))})[0]]
+
+
+@converter("DeformConv", versions=(19, 28))
+def deform_conv(ctx: Context, node: Node) -> list[Value]:
+    x, w, off, bias, mask = (ctx.get(node, i) for i in range(5))
+    if len(x.shape) != 4:
+        raise ctx.fail(node, f"a {len(x.shape) - 2}-D input", "2-D deformable convs only")
+    at = ctx.attrs(node)
+    ins = [x, w, off]
+    if bias is not None or mask is not None:
+        ins.append(bias if bias is not None else ctx.constant(np.zeros((0,), x.dtype), "b"))
+    if mask is not None:
+        ins.append(mask)
+    return [ctx.emit_multi("deform_conv2d", ins, {
+        "strides": tuple(int(v) for v in at.get("strides", [1, 1])),
+        "dilations": tuple(int(v) for v in at.get("dilations", [1, 1])),
+        "pads": tuple(int(v) for v in at.get("pads", [0, 0, 0, 0])),
+        "groups": int(at.get("group", 1)), "offset_groups": int(at.get("offset_group", 1))})[0]]

@@ -323,3 +323,92 @@ def _det_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
 register_op("det", OpPattern.INJECTIVE, _det_infer,
             lambda ins, at: [np.linalg.det(ins[0]).astype(ins[0].dtype)], _det_compute,
             doc="determinants of the (..., n, n) matrices (n <= DET_MAX_N, Leibniz formula)")
+
+
+# deform_conv2d --------------------------------------------------------------------------------
+def _bilinear_zero_np(img: np.ndarray, y: float, x: float) -> float:
+    h, w = img.shape
+    y0, x0 = int(np.floor(y)), int(np.floor(x))
+    total = 0.0
+    for yy, wy in ((y0, 1 - (y - y0)), (y0 + 1, y - y0)):
+        for xx, wx in ((x0, 1 - (x - x0)), (x0 + 1, x - x0)):
+            if 0 <= yy < h and 0 <= xx < w:
+                total += wy * wx * img[yy, xx]
+    return total
+
+
+def _deform_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    x, w, off = (a.astype("float64") for a in ins[:3])
+    bias = ins[3] if len(ins) > 3 and ins[3].size else None
+    mask = ins[4].astype("float64") if len(ins) > 4 else None
+    n, ic = x.shape[:2]
+    oc, cg, kh, kw = w.shape
+    oh, ow = off.shape[2:]
+    (sh, sw), (dh, dw), pads = at["strides"], at["dilations"], at["pads"]
+    g, og_n = at["groups"], at["offset_groups"]
+    out = np.zeros((n, oc, oh, ow))
+    for b, o, c, i, j in itertools.product(range(n), range(oc), range(cg), range(oh),
+                                           range(ow)):
+        ci = (o // (oc // g)) * cg + c
+        og = ci // (ic // og_n)
+        for ky, kx in itertools.product(range(kh), range(kw)):
+            k = (og * kh + ky) * kw + kx
+            py = -pads[0] + sh * i + ky * dh + off[b, 2 * k, i, j]
+            px = -pads[1] + sw * j + kx * dw + off[b, 2 * k + 1, i, j]
+            m = mask[b, k, i, j] if mask is not None else 1.0
+            out[b, o, i, j] += w[o, c, ky, kx] * m * _bilinear_zero_np(x[b, ci], py, px)
+    if bias is not None:
+        out += bias.reshape(1, -1, 1, 1)
+    return [out.astype(ins[0].dtype)]
+
+
+def _deform_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    x, w, off = ins[:3]
+    bias = ins[3] if len(ins) > 3 and int(ins[3].shape[0].value) else None
+    mask = ins[4] if len(ins) > 4 else None
+    ic, h, wd = (int(v.value) for v in x.shape[1:])
+    oc, cg, kh, kw = (int(v.value) for v in w.shape)
+    (sh, sw), (dh, dw), pads = at["strides"], at["dilations"], at["pads"]
+    g, og_n = at["groups"], at["offset_groups"]
+    f = "float32" if x.dtype != "float64" else "float64"
+    i32 = "int32"
+    rc = te.reduce_axis((0, cg), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+
+    def body(b: Any, o: Any, i: Any, j: Any) -> PrimExpr:
+        ci = (o // (oc // g)) * cg + rc.var
+        og = ci // (ic // og_n)
+        k = (og * kh + ry.var) * kw + rx.var
+        py = (i * sh + ry.var * dh - pads[0]).astype(f) + off[b, k * 2, i, j].astype(f)
+        px = (j * sw + rx.var * dw - pads[1]).astype(f) + off[b, k * 2 + 1, i, j].astype(f)
+        y0f, x0f = te.floor(py), te.floor(px)
+        fy, fx = py - y0f, px - x0f
+        y0, x0 = y0f.astype(i32), x0f.astype(i32)
+        acc = None
+        for dy, wy in ((0, const(1.0, f) - fy), (1, fy)):
+            for dx, wx in ((0, const(1.0, f) - fx), (1, fx)):
+                yy, xx = y0 + const(dy, i32), x0 + const(dx, i32)
+                ok = te.all(yy >= const(0, i32), yy < const(h, i32), xx >= const(0, i32),
+                            xx < const(wd, i32))
+                v = x[b, ci, te.select(ok, yy, const(0, i32)),
+                      te.select(ok, xx, const(0, i32))].astype(f)
+                term = te.select(ok, wy * wx * v, const(0.0, f))
+                acc = term if acc is None else acc + term
+        assert acc is not None
+        m = mask[b, k, i, j].astype(f) if mask is not None else const(1.0, f)
+        return te.sum(w[o, rc.var, ry.var, rx.var].astype(f) * m * acc, axis=[rc, ry, rx])
+
+    y = te.compute(out[0][0], body, name="deform_conv2d", tag="deform_conv2d")
+    return [te.compute(y.shape, lambda b, o, i, j: (y[b, o, i, j] + (
+        bias[o].astype(f) if bias is not None else const(0.0, f))).astype(x.dtype),
+        name="deform_bias", tag="broadcast")]
+
+
+register_op("deform_conv2d", OpPattern.OPAQUE,
+            lambda types, at: [((types[0][0][0], types[1][0][0], *types[2][0][2:]),
+                                types[0][1])],
+            _deform_ref, _deform_compute,
+            doc="deformable conv (x, w, offset[, bias[, mask]]): bilinear samples at the "
+            "kernel taps moved by offset (zeros outside); attrs strides, dilations, pads, "
+            "groups, offset_groups")
