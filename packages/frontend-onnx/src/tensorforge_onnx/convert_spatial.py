@@ -8,7 +8,7 @@ import onnx
 
 from tensorforge.graph import Value
 
-from .context import Context
+from .context import Context, np_dtype
 from .dispatch import converter
 
 Node = onnx.NodeProto
@@ -148,3 +148,12 @@ def deform_conv(ctx: Context, node: Node) -> list[Value]:
         "dilations": tuple(int(v) for v in at.get("dilations", [1, 1])),
         "pads": tuple(int(v) for v in at.get("pads", [0, 0, 0, 0])),
         "groups": int(at.get("group", 1)), "offset_groups": int(at.get("offset_group", 1))})[0]]
+
+
+@converter("MelWeightMatrix", versions=(17, 28))
+def mel_weight_matrix(ctx: Context, node: Node) -> list[Value]:
+    n_mel = int(np.asarray(ctx.const(node, 0, "num_mel_bins")).reshape(-1)[0])
+    n_dft = int(np.asarray(ctx.const(node, 1, "dft_length")).reshape(-1)[0])
+    dtype = np_dtype(int(ctx.attrs(node).get("output_datatype", onnx.TensorProto.FLOAT)))
+    return [ctx.emit_multi("mel_weight_matrix", [ctx.get(node, i) for i in (2, 3, 4)],
+                           {"mel_bins": n_mel, "dft_length": n_dft, "dtype": dtype})[0]]

@@ -143,3 +143,68 @@ def _stft_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any
 register_op("stft", OpPattern.OPAQUE, _stft_infer, _stft_ref, _stft_compute,
             doc="short-time Fourier transform of signal (B, L, 1|2)[, window (n,)]; attrs "
             "length (frame and DFT length), step, onesided")
+
+
+# mel_weight_matrix --------------------------------------------------------------------------
+def _mel_bins_np(n_mel: int, n_dft: int, sr: float, lo: float, hi: float) -> np.ndarray:
+    lo_mel = 2595 * np.log1p(lo / 700) / np.log(10)
+    hi_mel = 2595 * np.log1p(hi / 700) / np.log(10)
+    f = np.arange(n_mel + 2) * ((hi_mel - lo_mel) / (n_mel + 2)) + lo_mel
+    f = 700 * np.expm1(f / 2595 * np.log(10))
+    return (((n_dft + 1) * f) // sr).astype(int)
+
+
+def _mel_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    sr, lo, hi = (float(np.asarray(v).reshape(-1)[0]) for v in ins)
+    n_mel, n_dft = at["mel_bins"], at["dft_length"]
+    b = _mel_bins_np(n_mel, n_dft, sr, lo, hi)
+    out = np.zeros((n_dft // 2 + 1, n_mel))
+    for i in range(n_mel):
+        left, center, right = b[i], b[i + 1], b[i + 2]
+        if center == left:
+            out[center, i] = 1
+        else:
+            for j in range(left, center + 1):
+                out[j, i] = (j - left) / (center - left)
+        for j in range(center, right):
+            out[j, i] = (right - j) / (right - center)
+    return [out.astype(at["dtype"])]
+
+
+def _mel_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    sr, lo, hi = (v[(const(0, "int32"),) * len(v.shape)].astype("float64") for v in ins)
+    n_mel, n_dft = at["mel_bins"], at["dft_length"]
+    f64 = "float64"
+    ln10 = const(math.log(10), f64)
+
+    def mel(hz: PrimExpr) -> PrimExpr:
+        return const(2595.0, f64) * te.log1p(hz / const(700.0, f64)) / ln10
+
+    lo_m, hi_m = mel(lo), mel(hi)
+
+    def edge(k: PrimExpr) -> PrimExpr:  # spectrogram bin of mel point k (an int64 value)
+        m = k.astype(f64) * ((hi_m - lo_m) / const(float(n_mel + 2), f64)) + lo_m
+        hz = const(700.0, f64) * te.expm1(m / const(2595.0, f64) * ln10)
+        return te.floor(const(float(n_dft + 1), f64) * hz / sr).astype("int64")
+
+    def f(j: Any, i: Any) -> PrimExpr:
+        left, center, right = (edge(i.astype("int64") + const(d, "int64")) for d in range(3))
+        jj = j.astype("int64")
+        up = te.select(center == left, te.select(jj == center, const(1.0, f64),
+                                                 const(0.0, f64)),
+                       (jj - left).astype(f64) / te.max_expr(center - left, const(
+                           1, "int64")).astype(f64))
+        down = (right - jj).astype(f64) / te.max_expr(right - center, const(1, "int64")).astype(
+            f64)
+        v = te.select(te.all(jj >= center, jj < right), down,
+                      te.select(te.all(jj >= left, jj <= center), up, const(0.0, f64)))
+        return v.astype(out[0][1])
+
+    return [te.compute(out[0][0], f, name="mel_weight_matrix", tag="injective")]
+
+
+register_op("mel_weight_matrix", OpPattern.INJECTIVE,
+            lambda types, at: [((at["dft_length"] // 2 + 1, at["mel_bins"]), at["dtype"])],
+            _mel_ref, _mel_compute,
+            doc="triangular mel filters (sample_rate, lower_edge_hertz, upper_edge_hertz read "
+            "at run time); attrs mel_bins, dft_length, dtype")
