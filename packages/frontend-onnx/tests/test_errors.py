@@ -104,8 +104,9 @@ def test_op_version_out_of_range() -> None:
 
 
 def test_unsupported_attribute_values() -> None:
-    m = model([node("Unique", ["x"], ["y"], axis=0)], {"x": rand(3, 2)}, ["y"], opset=11)
-    with pytest.raises(UnsupportedAttributeError, match="axis .unique slices."):
+    m = model([node("Dropout", ["x", "r", "t"], ["y"])], {"x": rand(3, 2)}, ["y"],
+              {"r": np.array(0.5, "float32"), "t": np.array(True)}, opset=13)
+    with pytest.raises(UnsupportedAttributeError, match="training_mode=True"):
         load(m)
     m = model([node("LpNormalization", ["x"], ["y"], p=3)], {"x": rand(2, 3)}, ["y"])
     with pytest.raises(UnsupportedAttributeError, match="p=3"):

@@ -43,12 +43,14 @@ def compress(ctx: Context, node: Node) -> list[Value]:
 def unique(ctx: Context, node: Node) -> list[Value]:
     x = ctx.get(node, 0)
     at = ctx.attrs(node)
-    if "axis" in at:
-        raise ctx.fail(node, "axis (unique slices)", "Unique of the flattened input is "
-                       "supported")
-    y, first, inverse, counts, n = ctx.emit_multi(
-        "unique", [x], {"sorted": bool(at.get("sorted", 1))})
-    outs = [ctx.mark_sized(y, n, 0), ctx.mark_sized(first, n, 0), inverse,
+    axis = int(at["axis"]) % len(x.shape) if "axis" in at else None
+    if axis is None:
+        y, first, inverse, counts, n = ctx.emit_multi(
+            "unique", [x], {"sorted": bool(at.get("sorted", 1))})
+    else:
+        y, first, inverse, counts, n = ctx.emit_multi(
+            "unique_slices", [x], {"axis": axis, "sorted": bool(at.get("sorted", 1))})
+    outs = [ctx.mark_sized(y, n, axis or 0), ctx.mark_sized(first, n, 0), inverse,
             ctx.mark_sized(counts, n, 0)]
     return outs[:len(node.output)]
 

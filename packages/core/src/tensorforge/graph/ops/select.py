@@ -359,3 +359,100 @@ register_op("non_max_suppression", OpPattern.OPAQUE, _nms_infer, _nms_ref, _nms_
             doc="ONNX NonMaxSuppression (boxes, scores[, max_output_boxes_per_class, "
             "iou_threshold, score_threshold], read at run time; attr center_point_box) -> "
             "selected (batch, class, box) rows (bound: every box) + their count (1,)")
+
+
+# unique_slices ----------------------------------------------------------------------------
+def _slices_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    x, axis = ins[0], at["axis"]
+    n = x.shape[axis]
+    vals, first, inverse, counts = np.unique(x, axis=axis, return_index=True,
+                                             return_inverse=True, return_counts=True)
+    if not at.get("sorted", True):
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        vals = np.take(vals, order, axis=axis)
+        first, counts, inverse = first[order], counts[order], rank[inverse.reshape(-1)]
+    u = len(first)
+    y = np.zeros_like(x)
+    idx = [slice(None)] * x.ndim
+    idx[axis] = slice(0, u)
+    y[tuple(idx)] = vals
+
+    def pad(a: np.ndarray) -> np.ndarray:
+        out = np.zeros(n, I64)
+        out[:u] = a
+        return out
+
+    return [y, pad(first), inverse.reshape(-1).astype(I64), pad(counts), np.array([u], I64)]
+
+
+def _slices_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    x = ins[0]
+    shape = [int(s.value) for s in x.shape]
+    axis = at["axis"]
+    n = shape[axis]
+    rest = shape[:axis] + shape[axis + 1:]
+    r_n = int(np.prod(rest, dtype=np.int64))
+    i32 = "int32"
+
+    def el(i: Any, r: Any) -> PrimExpr:  # element r of slice i
+        idx = list(_unravel(r, rest))
+        idx.insert(axis, i)
+        return x[tuple(idx)]
+
+    ra = te.reduce_axis((0, r_n), name="ra")
+    diff = te.compute((n, n), lambda i, j: te.sum(te.select(
+        el(i, ra.var) != el(j, ra.var), _i64(1), _i64(0)), axis=ra), name="uniq_diff")
+    rb = te.reduce_axis((0, r_n), name="rb")
+    fd = te.compute((n, n), lambda i, j: te.min(te.select(
+        el(i, rb.var) != el(j, rb.var), rb.var, const(r_n, i32)), axis=rb), name="uniq_fd")
+
+    def less(j: Any, i: Any) -> PrimExpr:  # slice j sorts before slice i
+        r = te.min_expr(fd[j, i], const(r_n - 1, i32))
+        return te.all(fd[j, i] < const(r_n, i32), el(j, r) < el(i, r))
+
+    j1 = te.reduce_axis((0, n), name="j1")
+    dups = te.compute((n,), lambda i: te.sum(te.select(diff[j1, i] == _i64(0), _i64(1),
+                                                       _i64(0)), axis=j1, where=j1.var < i),
+                      name="uniq_dups")
+    first = te.compute((n,), lambda i: dups[i] == _i64(0), name="uniq_first")
+    j2 = te.reduce_axis((0, n), name="j2")
+    if at.get("sorted", True):
+        rank = te.compute((n,), lambda i: te.sum(te.select(te.all(first[j2], less(j2.var, i)),
+                                                           _i64(1), _i64(0)), axis=j2),
+                          name="uniq_rank")
+    else:
+        j3 = te.reduce_axis((0, n), name="j3")
+        occ = te.compute((n,), lambda i: te.min(te.select(diff[j3, i] == _i64(0), j3.var,
+                                                          const(n, i32)), axis=j3),
+                         name="uniq_occurrence")
+        rank = te.compute((n,), lambda i: te.sum(te.select(first[j2], _i64(1), _i64(0)),
+                                                 axis=j2, where=j2.var < occ[i]),
+                          name="uniq_rank")
+
+    def at_rank(k: Any) -> PrimExpr:
+        j = te.reduce_axis((0, n), name="jk")
+        return te.sum(te.select(te.all(first[j], rank[j] == k.astype(I64)),
+                                j.var.astype(I64), _i64(0)), axis=j)
+
+    idx = te.compute((n,), at_rank, name="uniq_index")
+    y = te.compute(x.shape, lambda *i: x[tuple(idx[v].astype(i32) if d == axis else v
+                                              for d, v in enumerate(i))],
+                   name="uniq_values", tag="select")
+    inv = te.compute((n,), lambda i: rank[i], name="uniq_inverse", tag="injective")
+    j4 = te.reduce_axis((0, n), name="j4")
+    cnt = te.compute((n,), lambda k: te.sum(te.select(rank[j4] == k.astype(I64), _i64(1),
+                                                      _i64(0)), axis=j4), name="uniq_counts")
+    return [y, idx, inv, cnt, _count(first, n, "uniq")]
+
+
+def _slices_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    n = types[0][0][at["axis"]]
+    return [types[0], ((n,), I64), ((n,), I64), ((n,), I64), ((1,), I64)]
+
+
+register_op("unique_slices", OpPattern.OPAQUE, _slices_infer, _slices_ref, _slices_compute,
+            doc="unique slices of x along attrs axis (attr sorted: lexicographic, else first "
+            "occurrence) -> slices, first indices, inverse, counts (bounds: the axis length), "
+            "their number (1,)")
