@@ -166,6 +166,6 @@ register_op(
     _encode_ref,
     lambda ins, at, out: [te.compute(ins[0].shape, lambda *i: encode_te(
         ins[0][i], FORMATS[at["fmt"]], at.get("saturate", True),
-        at.get("round_mode", "nearest")), name="encode", tag="elemwise")],
+        at.get("round_mode", "nearest")), name="encode", tag="elemwise,materialize")],
     doc="float32 (int32 for the integer formats) -> narrow attr fmt; attrs saturate, "
         "round_mode (float8_e8m0fnu: up, down, nearest)")

@@ -286,12 +286,12 @@ def _nms_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]
         safe = te.select(ok, union, const(1.0, f))
         return te.all(ok, inter / safe > iou)
 
-    sup = te.compute((nb, n, n), suppress, name="nms_iou")
+    sup = te.compute((nb, n, n), suppress, name="nms_iou", tag="materialize")
 
     def cand(b: Any, c: Any, i: Any) -> PrimExpr:
         return scores[b, c, i].astype(f) > thr if thr_given else const(True)
 
-    is_cand = te.compute((nb, nc, n), cand, name="nms_candidate")
+    is_cand = te.compute((nb, nc, n), cand, name="nms_candidate", tag="materialize")
     j = te.reduce_axis((0, n), name="j")
 
     def rank(b: Any, c: Any, i: Any) -> PrimExpr:  # score order, ties by index
@@ -322,7 +322,7 @@ def _nms_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]
             return te.all(const(r, "int32") < n_cand[b, c], n_kept < max_out,
                           te.select(hit, const(False), const(True)))
 
-        kept.append(te.compute((nb, nc), decide, name=f"nms_keep{r}"))
+        kept.append(te.compute((nb, nc), decide, name=f"nms_keep{r}", tag="materialize"))
 
     def keep_flat(m: Any) -> PrimExpr:  # m = (b * nc + c) * n + r
         b, c, r = _unravel(m, [nb, nc, n])
@@ -332,7 +332,7 @@ def _nms_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]
         return v
 
     total = nb * nc * n
-    flat = te.compute((total,), keep_flat, name="nms_kept")
+    flat = te.compute((total,), keep_flat, name="nms_kept", tag="materialize")
     pre = _prefix(flat, total, "nms")
 
     def field(m: Any, d: Any) -> PrimExpr:
