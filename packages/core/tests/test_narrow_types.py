@@ -99,3 +99,20 @@ def test_narrow_values_compute_in_float32(llvm_target: Any) -> None:
     assert {"narrow_decode", "narrow_encode"} <= ops
     want = (feeds["a"].astype("float32") + feeds["b"].astype("float32")).T.astype("bfloat16")
     np.testing.assert_array_equal(cm.run(feeds)[0].view("uint16"), want.view("uint16"))
+
+
+def test_runtime_knows_every_storage() -> None:
+    """The runtime (which imports nothing of the compiler) checks narrow model inputs and
+    outputs against the same storage dtypes."""
+    from tensorforge.runtime.validate import NARROW_STORAGE
+
+    assert NARROW_STORAGE == {name: f.storage for name, f in FORMATS.items()}
+
+
+def test_narrow_model_exports_and_loads(llvm_target: Any, tmp_path: Any) -> None:
+    g = _cast_graph("float32", "float8_e4m3fn", (2, 3))
+    cm = tensorforge.compile(g, target="llvm -num-threads=1")
+    x = np.linspace(-500, 500, 6, dtype="float32").reshape(2, 3)
+    loaded = tensorforge.load(cm.export(tmp_path / "f8.tfpkg"))
+    np.testing.assert_array_equal(loaded.run({"x": x})[0].view("uint8"),
+                                  cm.run({"x": x})[0].view("uint8"))
