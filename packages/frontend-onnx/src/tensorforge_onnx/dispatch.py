@@ -46,17 +46,15 @@ def table() -> dict[str, Converter]:
     if not _LOADED:
         _LOADED = True
         from . import (  # noqa: F401
-            convert_index,
-            convert_positions,
             convert_attention,
             convert_elementwise,
             convert_index,
-            convert_positions,
             convert_loss,
             convert_math,
             convert_nn,
             convert_norm,
             convert_pool,
+            convert_positions,
             convert_quant,
             convert_recurrent,
             convert_rnn,
