@@ -102,6 +102,10 @@ def _cast_infer(types: TypeList, attrs: dict[str, Any]) -> TypeList:
 
 
 def _cast_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    from ..narrow_types import FORMATS
+
+    if ins[0].dtype.name in FORMATS or at["to"] in FORMATS:
+        return [_narrow_cast_np(ins[0], at)]
     x, to = ins[0], np.dtype(at["to"])
     if x.dtype.kind == "f" and to.kind in "iub":
         return [float_to_int_np(x, at["to"], at.get("saturate", False))]

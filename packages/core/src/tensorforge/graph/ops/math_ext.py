@@ -31,13 +31,17 @@ def _np_sign(a: np.ndarray, at: dict[str, Any]) -> np.ndarray:
 
 
 def _softplus(x: PrimExpr) -> PrimExpr:
-    return te.max_expr(x, _f(x, 0)) + te.log(_f(x, 1) + te.exp(-te.abs(x)))
+    return te.max_expr(x, _f(x, 0)) + te.log1p(te.exp(-te.abs(x)))
+
+
+#: the tanh approximation's constants
+_GELU_C, _GELU_K = float(np.sqrt(2 / np.pi)), 0.044715
 
 
 def _gelu_np(a: np.ndarray, at: dict[str, Any]) -> np.ndarray:
     x = a.astype("float64")
     if at.get("approximate", "none") == "tanh":
-        y = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+        y = 0.5 * x * (1 + np.tanh(_GELU_C * (x + _GELU_K * x ** 3)))
     else:
         from math import erf
 
@@ -48,9 +52,12 @@ def _gelu_np(a: np.ndarray, at: dict[str, Any]) -> np.ndarray:
 def _gelu_te(x: PrimExpr, at: dict[str, Any]) -> PrimExpr:
     half, one = _f(x, 0.5), _f(x, 1.0)
     if at.get("approximate", "none") == "tanh":
-        inner = _f(x, float(np.sqrt(2 / np.pi))) * (x + _f(x, 0.044715) * x * x * x)
+        inner = _f(x, _GELU_C) * (x + _f(x, _GELU_K) * x * x * x)
         return half * x * (one + te.tanh(inner))
-    return half * x * (one + te.erf(x * _f(x, float(1 / np.sqrt(2)))))
+    # 1 + erf(z) cancels for z << 0: float32 and float16 evaluate it in float64
+    w = x.astype("float64") if x.dtype != "float64" else x
+    y = _f(w, 0.5) * w * (_f(w, 1.0) + te.erf(w * _f(w, float(1 / np.sqrt(2)))))
+    return y.astype(x.dtype)
 
 
 def _shrink_np(a: np.ndarray, at: dict[str, Any]) -> np.ndarray:
