@@ -116,3 +116,17 @@ def test_narrow_model_exports_and_loads(llvm_target: Any, tmp_path: Any) -> None
     loaded = tensorforge.load(cm.export(tmp_path / "f8.tfpkg"))
     np.testing.assert_array_equal(loaded.run({"x": x})[0].view("uint8"),
                                   cm.run({"x": x})[0].view("uint8"))
+
+
+def test_folding_keeps_scalar_shapes() -> None:
+    """A folded 0-d constant stays 0-d (np.ascontiguousarray made it (1,), which a compiled
+    package's description check rejects)."""
+    from tensorforge.graph.passes import fold_constants
+
+    g = Graph("fold")
+    x = g.add_input("x", (), "float32")
+    c = g.add_const("c", np.array(1.5, "bfloat16"))
+    g.outputs = [g.add("add", x, g.add("narrow_decode", c, fmt="bfloat16"))]
+    g = fold_constants(g)
+    (node,) = g.nodes
+    assert node.inputs[1].is_const and node.inputs[1].const.shape == ()
