@@ -66,7 +66,7 @@ def _conv_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
         w = ins[1].transpose(0, 5, 1, 4, 2, 3).reshape(cc * b, 1, kh, kw)
         groups = x.shape[1]
     else:
-        w, groups = _unpack_w(ins[1]), 1
+        w, groups = _unpack_w(ins[1]), at.get("groups", 1)
     out = ref.conv2d_nchw(x, w, at.get("strides", (1, 1)), at.get("pads", 0),
                           at.get("dilations", (1, 1)), groups)
     if len(ins) > 2:
@@ -84,7 +84,7 @@ def _conv_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any
     if at.get("depthwise", False):
         y = nb.depthwise_conv2d_nchwc(ins[0], ins[1], s, p, d)
     else:
-        y = conv2d_nchwc(ins[0], ins[1], s, p, d)
+        y = conv2d_nchwc(ins[0], ins[1], s, p, d, groups=at.get("groups", 1))
     if len(ins) > 2:
         y = _bias(y, ins[2], out[0][0][-1])
     return [y]
@@ -92,7 +92,7 @@ def _conv_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any
 
 register_op("conv2d_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE, _conv_infer, _conv_ref,
             _conv_compute, doc="conv2d on NCHW<x>c data, OIHW<x>i<y>o weights [, bias (O,)]; "
-            "attrs strides, pads, dilations")
+            "attrs strides, pads, dilations, groups (x divides C/groups, y O/groups)")
 
 
 def _dw_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
