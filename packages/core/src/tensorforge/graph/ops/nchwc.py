@@ -1,6 +1,6 @@
 """Blocked-layout graph ops, introduced by the NCHW[x]c layout pass (`passes/layout_nchwc.py`):
-`layout_transform`, `conv2d_nchwc`, `depthwise_conv2d_nchwc`, `dense_packed`, the NCHW[x]c
-pools and `pixel_shuffle` (the interleave of a transposed convolution rewritten as a
+`layout_transform`, `conv2d_nchwc` (grouped too), `depthwise_conv2d_nchwc`, `dense_packed`,
+the NCHW[x]c pools, `channel_shuffle` and `pixel_shuffle` (the interleave of a transposed convolution rewritten as a
 convolution). Every op has a numpy reference (unpack, the NCHW reference, pack), so
 `run_reference` and constant folding work on rewritten graphs."""
 
@@ -107,7 +107,7 @@ register_op("depthwise_conv2d_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE, _dw_infer,
 
 def _dense_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
     no, k, b = ins[1].shape
-    w = ins[1].transpose(0, 2, 1).reshape(no * b, k)
+    w = ins[1].transpose(0, 2, 1).reshape(no * b, k)[:at.get("units") or no * b]
     y = ins[0].astype("float64") @ w.T.astype("float64")
     if len(ins) > 2:
         y = y + ins[2]
@@ -115,7 +115,7 @@ def _dense_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
 
 
 def _dense_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
-    y = nb.dense_packed(ins[0], ins[1])
+    y = nb.dense_packed(ins[0], ins[1], units=at.get("units"))
     if len(ins) > 2:
         b = ins[2]
         y = te.compute(y.shape, lambda i, j: y[i, j] + b[j], name="bias_add", tag="broadcast")
@@ -123,10 +123,12 @@ def _dense_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[An
 
 
 register_op("dense_packed", OpPattern.OUT_ELEMWISE_FUSABLE,
-            lambda types, at: [((types[0][0][0], types[1][0][0] * types[1][0][2]),
+            lambda types, at: [((types[0][0][0],
+                                 at.get("units") or types[1][0][0] * types[1][0][2]),
                                 types[0][1])],
             _dense_ref, _dense_compute,
-            doc="x (M, K) @ W^T with W packed NK<y>n: (N/y, K, y) [+ bias (N,)]")
+            doc="x (M, K) @ W^T with W packed NK<y>n: (N/y, K, y) [+ bias (N,)]; attr units "
+                "(optional): N when the last panel is zero-padded")
 
 
 def _pool5_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
@@ -230,3 +232,26 @@ register_op("conv2d_winograd_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE, _wino_infer
             _wino_compute, doc="3x3 stride-1 conv by Winograd F(m x m, 3x3) on NCHW<x>c data "
             "and weights transformed at compile time, U (a, a, O/y, C, y), a = m + 2 [, bias "
             "(O,)]; attrs m (2 or 4), pads")
+
+
+def _shuffle_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    x = ins[0]
+    blocked = x.ndim == 5
+    if blocked:
+        b = x.shape[-1]
+        x = _unpack(x)
+    n, c, h, w = x.shape
+    g = at["groups"]
+    y = np.ascontiguousarray(x.reshape(n, g, c // g, h, w).transpose(0, 2, 1, 3, 4)
+                             ).reshape(n, c, h, w)
+    return [_pack(y, b) if blocked else y]
+
+
+def _shuffle_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    return [nb.channel_shuffle(ins[0], at["groups"])]
+
+
+register_op("channel_shuffle", OpPattern.INJECTIVE, lambda types, at: [types[0]], _shuffle_ref,
+            _shuffle_compute,
+            doc="ShuffleNet's channel shuffle (reshape to (N, g, C/g, H, W), swap axes 1 and 2, "
+                "reshape back) on NCHW or NCHW<x>c; attrs groups")

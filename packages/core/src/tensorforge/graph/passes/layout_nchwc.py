@@ -31,6 +31,7 @@ import numpy as np
 
 from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
+from .simplify import make_node
 from .subpixel import _emit, rewrite_conv_transpose
 
 _POOLS = {"max_pool2d": "max_pool2d_nchwc", "avg_pool2d": "avg_pool2d_nchwc",
@@ -43,12 +44,48 @@ def _lanes(target: Any) -> int:
     return vector_lanes(target, "float32")
 
 
-def out_block(c: int, lanes: int) -> int | None:
-    """The channel block of a conv output with `c` channels (None: stay in NCHW)."""
+def out_block(c: int, lanes: int, divides: int = 0) -> int | None:
+    """The channel block of a conv output with `c` channels (None: stay in NCHW); with
+    `divides`, a block that also divides it (the channels per group of a grouped consumer)."""
     for b in (2 * lanes, lanes, lanes // 2, 4):
-        if b >= 4 and c % b == 0 and (b <= lanes or c >= 2 * b):
+        if b >= 4 and c % b == 0 and (b <= lanes or c >= 2 * b) and (
+                not divides or divides % b == 0):
             return b
     return None
+
+
+def group_caps(g: Graph) -> dict[int, int]:
+    """id(value) -> a number its channel block must divide: the channels per group of the
+    grouped convolutions that read it, and the channel counts of the other parts of a channel
+    concat it is part of; carried back through the elementwise ops (BN, relu), pools and
+    concats between them and the producing convolution, so that convolution picks a block
+    its readers can use without re-blocking (RegNet: 64 channels in groups of 16 take blocks
+    of 16; a DenseNet block's 64 + 32k channels take blocks of 32)."""
+    caps: dict[int, int] = {}
+    for n in reversed(g.nodes):
+        if n.op == "conv2d" and len(n.inputs) > 1 and n.inputs[1].is_const:
+            groups = n.attrs.get("groups", 1)
+            cg = n.inputs[1].shape[1]
+            if groups > 1 and cg > 1:
+                x = n.inputs[0]
+                caps[id(x)] = int(np.gcd(caps.get(id(x), 0), cg))
+        if n.op == "concat" and n.attrs.get("axis", 0) % 4 == 1 and all(
+                len(v.shape) == 4 for v in n.inputs):
+            # blocks stay whole in a channel concat: the block divides every part
+            cap = caps.get(id(n.outputs[0]), 0)
+            for v in n.inputs:
+                cap = int(np.gcd(cap, v.shape[1]))
+            for v in n.inputs:
+                caps[id(v)] = int(np.gcd(caps.get(id(v), 0), cap))
+            continue
+        if len(n.outputs) != 1 or id(n.outputs[0]) not in caps:
+            continue
+        out = n.outputs[0]
+        through = n.op in _POOLS or get_op(n.op).pattern <= OpPattern.BROADCAST
+        for v in n.inputs if through else ():
+            if not v.is_const and len(v.shape) == 4 and v.shape[:2] == out.shape[:2]:
+                caps[id(v)] = int(np.gcd(caps.get(id(v), 0), caps[id(out)]))
+    return caps
 
 
 def in_block(c: int, lanes: int) -> int:
@@ -66,6 +103,12 @@ def dense_block(n: int, lanes: int) -> int | None:
 class _Rewriter:
     def __init__(self, g: Graph, lanes: int, winograd: Any = None):
         self.g, self.lanes = g, lanes
+        self.caps = group_caps(g)
+        self.skip: set[int] = set()  # nodes folded into an earlier rule (channel shuffle)
+        self.consumers: dict[int, list[Node]] = {}
+        for n in g.nodes:
+            for v in n.inputs:
+                self.consumers.setdefault(id(v), []).append(n)
         self.blocked: dict[int, tuple[Value, int]] = {}  # id(NCHW value) -> (blocked, x)
         self.plain: set[int] = set()  # NCHW values that exist (or were materialized)
         self.winograd = winograd
@@ -104,23 +147,30 @@ class _Rewriter:
         c = x.shape[1]
         groups = n.attrs.get("groups", 1)
         depthwise = groups > 1 and groups == c == o and cg == 1
-        if groups != 1 and not depthwise:
-            return False
         attrs = {k: tuple(n.attrs.get(k, d)) for k, d in
                  (("strides", (1, 1)), ("pads", (0, 0, 0, 0)), ("dilations", (1, 1)))}
+        cap = self.caps.get(id(n.outputs[0]), 0)
         if depthwise:
             ob = self.blocked[id(x)][1] if id(x) in self.blocked else out_block(c, self.lanes)
             if ob is None:
                 return False
             ib, op = 1, "depthwise_conv2d_nchwc"
+        elif groups > 1:  # grouped: blocks within a group (x | C/groups, y | O/groups)
+            ob = out_block(o, self.lanes, int(np.gcd(o // groups, cap or o // groups)))
+            have = self.blocked[id(x)][1] if id(x) in self.blocked else None
+            ib = have if have is not None and cg % have == 0 else out_block(c, self.lanes, cg)
+            if ob is None or ib is None:
+                return False
+            op = "conv2d_nchwc"
+            attrs["groups"] = groups
         else:
-            ob = out_block(o, self.lanes)
+            ob = out_block(o, self.lanes, cap) or out_block(o, self.lanes)
             if ob is None:
                 return False
             ib = self.blocked[id(x)][1] if id(x) in self.blocked else in_block(c, self.lanes)
             op = "conv2d_nchwc"
         xb = self.to_blocked(x, ob if depthwise else ib)
-        if not depthwise and self.winograd is not None:
+        if not depthwise and groups == 1 and self.winograd is not None:
             wino = self.winograd(n, x.shape, w.shape, attrs, ib, ob, self.lanes)
             if wino is not None:
                 y = wino(self.g, n, xb, ib, ob)
@@ -139,11 +189,16 @@ class _Rewriter:
         tensors = [v for v in n.inputs if not v.is_const]
         if len(out.shape) != 4 or not tensors or not any(id(v) in self.blocked for v in tensors):
             return False
-        if any(tuple(v.shape) != tuple(out.shape) for v in tensors):
+        per_channel = (out.shape[0], out.shape[1], 1, 1)  # SE's scale: (N, C, 1, 1)
+        if any(tuple(v.shape) not in (tuple(out.shape), per_channel) for v in tensors):
+            return False
+        if not any(id(v) in self.blocked and tuple(v.shape) == tuple(out.shape)
+                   for v in tensors):
             return False
         if any(v.is_const and v.const.ndim > 4 for v in n.inputs):
             return False
-        b = next(self.blocked[id(v)][1] for v in tensors if id(v) in self.blocked)
+        b = next(self.blocked[id(v)][1] for v in tensors
+                 if id(v) in self.blocked and tuple(v.shape) == tuple(out.shape))
         ins = []
         for v in n.inputs:
             if v.is_const:
@@ -201,6 +256,95 @@ class _Rewriter:
         self.blocked[id(out)] = (y, first)
         return True
 
+    def global_mean(self, n: Node) -> bool:
+        """reduce_mean over H and W (the dynamo exporter's adaptive average pool, and
+        ShuffleNet's head) on a blocked input: the blocked global average pool."""
+        x, out = n.inputs[0], n.outputs[0]
+        axes = {int(a) % 4 for a in n.attrs.get("axes") or ()} if len(x.shape) == 4 else set()
+        if axes != {2, 3} or id(x) not in self.blocked:
+            return False
+        xb, b = self.blocked[id(x)]
+        if n.attrs.get("keepdims", True):
+            y = _emit(self.g, "global_avg_pool2d_nchwc", [xb], {}, n.name)
+            self.blocked[id(out)] = (y, b)
+            return True
+        y = _emit(self.g, "global_avg_pool2d_nchwc", [xb], {}, n.name)
+        plain = _emit(self.g, "layout_transform", [y],
+                      {"src_layout": f"NCHW{b}c", "dst_layout": "NCHW"}, f"{n.name}_to_nchw")
+        _emit(self.g, "reshape", [plain], {"shape": tuple(out.shape)}, f"{n.name}_flat", out)
+        self.plain.add(id(out))
+        return True
+
+    def channel_shuffle(self, n: Node) -> bool:
+        """reshape (N, g, C/g, H, W) -> transpose (0, 2, 1, 3, 4) -> reshape (N, C, H, W) of
+        a blocked value: one `channel_shuffle` that stays blocked (the two intermediate values
+        have no other reader and are dropped)."""
+        x, mid = n.inputs[0], n.outputs[0]
+        if id(x) not in self.blocked or len(x.shape) != 4 or len(mid.shape) != 5:
+            return False
+        nn, c, h, w = x.shape
+        gr = mid.shape[1]
+        if tuple(mid.shape) != (nn, gr, c // gr, h, w) or gr * (c // gr) != c:
+            return False
+        t = self.consumers.get(id(mid), [])
+        if len(t) != 1 or t[0].op != "transpose" or tuple(t[0].attrs.get("perm", ())) != (
+                0, 2, 1, 3, 4):
+            return False
+        r = self.consumers.get(id(t[0].outputs[0]), [])
+        if len(r) != 1 or r[0].op != "reshape" or tuple(r[0].outputs[0].shape) != tuple(
+                x.shape) or any(id(v) in {id(o) for o in self.g.outputs}
+                                for v in (mid, t[0].outputs[0])):
+            return False
+        xb, b = self.blocked[id(x)]
+        y = _emit(self.g, "channel_shuffle", [xb], {"groups": gr}, r[0].name)
+        self.blocked[id(r[0].outputs[0])] = (y, b)
+        self.skip.update((id(t[0]), id(r[0])))
+        return True
+
+    def channel_slice(self, n: Node) -> bool:
+        """strided_slice / split of whole channel blocks of a blocked value (ShuffleNet's
+        branches): the same op on the C/x axis."""
+        x = n.inputs[0]
+        if id(x) not in self.blocked or len(x.shape) != 4:
+            return False
+        xb, b = self.blocked[id(x)]
+        nn, c, h, w = x.shape
+        if n.op == "split":
+            sizes = n.attrs["sizes"]
+            if n.attrs["axis"] % 4 != 1 or any(z % b for z in sizes):
+                return False
+            node = make_node(self.g, "split", [xb],
+                             {"axis": 1, "sizes": tuple(z // b for z in sizes)}, n.name)
+            self.g.nodes.append(node)
+            for o, bo in zip(n.outputs, node.outputs):
+                self.blocked[id(o)] = (bo, b)
+            return True
+        at = n.attrs
+        begin, step, size = at["begin"], at["step"], at["size"]
+        if (tuple(begin[i] for i in (0, 2, 3)) != (0, 0, 0) or tuple(step) != (1, 1, 1, 1)
+                or tuple(size[i] for i in (0, 2, 3)) != (nn, h, w) or begin[1] % b
+                or size[1] % b):
+            return False
+        y = _emit(self.g, "strided_slice", [xb],
+                  {"begin": (0, begin[1] // b, 0, 0, 0), "step": (1,) * 5,
+                   "size": (nn, size[1] // b, h, w, b)}, n.name)
+        self.blocked[id(n.outputs[0])] = (y, b)
+        return True
+
+    def resize(self, n: Node) -> bool:
+        """A resize of H and W only (DeepLab's bilinear upsampling) on a blocked input: the
+        same per-axis interpolation on NCHW[x]c, lanes = channels."""
+        x, at = n.inputs[0], n.attrs
+        if id(x) not in self.blocked or len(x.shape) != 4 or len(n.inputs) != 1 or tuple(
+                at["size"][:2]) != tuple(x.shape[:2]) or tuple(at["scales"][:2]) != (1.0, 1.0):
+            return False
+        xb, b = self.blocked[id(x)]
+        nn, c, oh, ow = at["size"]
+        y = _emit(self.g, "resize", [xb], {**at, "size": (nn, c // b, oh, ow, b),
+                                          "scales": (*at["scales"], 1.0)}, n.name)
+        self.blocked[id(n.outputs[0])] = (y, b)
+        return True
+
     def dense(self, n: Node) -> bool:
         if n.op == "matmul" and len(n.inputs) == 2 and n.inputs[1].is_const and len(
                 n.inputs[0].shape) == 2 and n.inputs[1].const.ndim == 2:
@@ -211,12 +355,20 @@ class _Rewriter:
             ins = list(n.inputs)
         else:
             return False
-        b = dense_block(ins[1].shape[0], self.lanes)
-        if b is None:
-            return False
-        wp = _emit(self.g, "layout_transform", [ins[1]],
-                   {"src_layout": "NK", "dst_layout": f"NK{b}n"}, f"{ins[1].name}_packed")
-        _emit(self.g, "dense_packed", [self.to_plain(ins[0]), wp, *ins[2:]], {}, n.name,
+        units = ins[1].shape[0]
+        b = dense_block(units, self.lanes)
+        attrs: dict[str, Any] = {}
+        if b is None:  # a classifier of 10: the last panel zero-padded, packed here
+            b = max(4, self.lanes // 2)
+            wpad = np.zeros((-(-units // b) * b, ins[1].shape[1]), ins[1].dtype)
+            wpad[:units] = ins[1].const
+            wp = self.g.add_const(f"{ins[1].name}_packed", np.ascontiguousarray(
+                wpad.reshape(-1, b, wpad.shape[1]).transpose(0, 2, 1)))
+            attrs["units"] = units
+        else:
+            wp = _emit(self.g, "layout_transform", [ins[1]],
+                       {"src_layout": "NK", "dst_layout": f"NK{b}n"}, f"{ins[1].name}_packed")
+        _emit(self.g, "dense_packed", [self.to_plain(ins[0]), wp, *ins[2:]], attrs, n.name,
               n.outputs[0])
         self.plain.add(id(n.outputs[0]))
         return True
@@ -227,6 +379,8 @@ class _Rewriter:
         self.plain.update(id(v) for v in g.inputs)
         for n in old:
             done = False
+            if id(n) in self.skip:
+                continue
             if n.op == "conv2d":
                 done = self.conv(n)
             elif n.op in _POOLS:
@@ -237,6 +391,14 @@ class _Rewriter:
                 done = self.dense(n)
             elif n.op == "concat":
                 done = self.concat(n)
+            elif n.op == "reduce_mean":
+                done = self.global_mean(n)
+            elif n.op == "reshape":
+                done = self.channel_shuffle(n)
+            elif n.op in ("strided_slice", "split"):
+                done = self.channel_slice(n)
+            elif n.op == "resize":
+                done = self.resize(n)
             else:
                 done = self.elementwise(n)
             if not done:
