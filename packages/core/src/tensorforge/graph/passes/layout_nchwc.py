@@ -100,6 +100,47 @@ def dense_block(n: int, lanes: int) -> int | None:
     return None
 
 
+def _live_taps(size: int, out: int, k: int, stride: int, dil: int, pad: int) -> list[int]:
+    """Taps of one spatial axis that read the input (not only padding) for some output."""
+    return [r for r in range(k) if any(0 <= o * stride + r * dil - pad < size
+                                       for o in range(out))]
+
+
+def prune_dead_taps(g: Graph, n: Node) -> None:
+    """A dilated convolution whose outer taps read only padding for every output (DeepLab's
+    atrous rates 24 and 36 on a 14x14 map: a 3x3 kernel at dilation 24 is a 1x1 conv) gets
+    the live taps' weights and the padding that keeps its output shape: the work of the taps
+    that only add zeros is gone. In place on `n` (weights: a new constant)."""
+    x, w = n.inputs[0], n.inputs[1]
+    if not w.is_const or len(x.shape) != 4:
+        return
+    _, _, kh, kw = w.shape
+    (sh, sw), (dh, dw) = n.attrs.get("strides", (1, 1)), n.attrs.get("dilations", (1, 1))
+    pt, pl, pb, pr = n.attrs.get("pads", (0, 0, 0, 0))
+    oh, ow = n.outputs[0].shape[2:]
+    new_pads, keep = [], []
+    for size, out, k, st, d, p0 in ((x.shape[2], oh, kh, sh, dh, pt),
+                                    (x.shape[3], ow, kw, sw, dw, pl)):
+        live = _live_taps(size, out, k, st, d, p0)
+        if not live:
+            return
+        r0, r1 = live[0], live[-1]
+        q0 = p0 - r0 * d
+        q1 = (out - 1) * st + d * (r1 - r0) + 1 - size - q0
+        if q0 < 0 or q1 < 0:
+            return
+        keep.append((r0, r1 + 1))
+        new_pads.append((q0, q1))
+    if keep == [(0, kh), (0, kw)]:
+        return
+    (a0, a1), (b0, b1) = keep
+    wc = np.ascontiguousarray(w.const[:, :, a0:a1, b0:b1])
+    n.inputs[1] = g.add_const(f"{w.name}_live", wc)
+    n.attrs = {**n.attrs, "pads": (new_pads[0][0], new_pads[1][0], new_pads[0][1],
+                                   new_pads[1][1]),
+               "dilations": (dh if a1 - a0 > 1 else 1, dw if b1 - b0 > 1 else 1)}
+
+
 class _Rewriter:
     def __init__(self, g: Graph, lanes: int, winograd: Any = None):
         self.g, self.lanes = g, lanes
@@ -140,9 +181,10 @@ class _Rewriter:
 
     # rules -----------------------------------------------------------------------------------
     def conv(self, n: Node) -> bool:
-        x, w = n.inputs[0], n.inputs[1]
-        if len(x.shape) != 4 or not all(v.is_const for v in n.inputs[1:]):
+        if len(n.inputs[0].shape) != 4 or not all(v.is_const for v in n.inputs[1:]):
             return False
+        prune_dead_taps(self.g, n)
+        x, w = n.inputs[0], n.inputs[1]
         o, cg, kh, kw = w.shape
         c = x.shape[1]
         groups = n.attrs.get("groups", 1)
