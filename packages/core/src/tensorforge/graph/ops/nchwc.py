@@ -1,8 +1,8 @@
 """Blocked-layout graph ops, introduced by the NCHW[x]c layout pass (`passes/layout_nchwc.py`):
 `layout_transform`, `conv2d_nchwc` (grouped too), `depthwise_conv2d_nchwc`, `dense_packed`,
 the NCHW[x]c pools, `channel_shuffle` and `pixel_shuffle` (the interleave of a transposed
-convolution rewritten as a convolution). Every op has a numpy reference (unpack, the NCHW reference, pack), so
-`run_reference` and constant folding work on rewritten graphs."""
+convolution rewritten as a convolution). Every op has a numpy reference (unpack, the NCHW
+reference, pack), so `run_reference` and constant folding work on rewritten graphs."""
 
 from __future__ import annotations
 
