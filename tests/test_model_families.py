@@ -14,6 +14,7 @@ with bilinear resizing and hard-swish SE blocks (DeepLabV3 on MobileNetV3), SE +
   network input and the classifier's flatten change layout, except where a channel count
   has no block (EfficientNet's SE reductions to 2-10 channels).
 - Correctness: compiled (1 and 2 threads) == ONNX Runtime within rtol 1e-4, atol 1e-5.
+- Zero-copy concat: DenseNet's, ShuffleNet's and DeepLab's concats copy no bytes.
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ def test_family_matches_onnxruntime(model: str, threads: int, llvm_target, plugi
     bad = [(k["group"], k["schedule"]) for k in compiled.desc["kernels"]
            if _heavy(k["master"]) and not k["schedule"].startswith("strategy")]
     assert not bad
+    if model.startswith(("densenet", "shufflenet", "deeplab")):  # zero-copy concats
+        assert compiled.desc["memory"]["concat_copy_bytes"] == 0
     out = np.asarray(compiled.run(inputs)[0])
     assert out.shape == ref.shape
     np.testing.assert_allclose(out, ref, rtol=RTOL, atol=ATOL)
