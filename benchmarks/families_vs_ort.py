@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         for th in (int(t) for t in args.threads.split(",")):
             row = measure(path, th, args.rounds, args.target_extra)
             rows.append(row)
-            print(json.dumps({k: (round(v, 4) if isinstance(v, float) else v)
+            print(json.dumps({k: (float(f"{v:.4g}") if isinstance(v, float) else v)
                               for k, v in row.items()}), flush=True)
     md = markdown(rows)
     print(md)

@@ -54,7 +54,7 @@ def out_block(c: int, lanes: int, divides: int = 0) -> int | None:
     return None
 
 
-def group_caps(g: Graph) -> dict[int, int]:
+def group_caps(g: Graph, lanes: int) -> dict[int, int]:
     """id(value) -> a number its channel block must divide: the channels per group of the
     grouped convolutions that read it, and the channel counts of the other parts of a channel
     concat it is part of; carried back through the elementwise ops (BN, relu), pools and
@@ -75,6 +75,8 @@ def group_caps(g: Graph) -> dict[int, int]:
             cap = caps.get(id(n.outputs[0]), 0)
             for v in n.inputs:
                 cap = int(np.gcd(cap, v.shape[1]))
+            # one block for all parts: the one the smallest part can take
+            cap = out_block(min(v.shape[1] for v in n.inputs), lanes, cap) or 1
             for v in n.inputs:
                 caps[id(v)] = int(np.gcd(caps.get(id(v), 0), cap))
             continue
@@ -144,7 +146,7 @@ def prune_dead_taps(g: Graph, n: Node) -> None:
 class _Rewriter:
     def __init__(self, g: Graph, lanes: int, winograd: Any = None):
         self.g, self.lanes = g, lanes
-        self.caps = group_caps(g)
+        self.caps = group_caps(g, lanes)
         self.skip: set[int] = set()  # nodes folded into an earlier rule (channel shuffle)
         self.consumers: dict[int, list[Node]] = {}
         for n in g.nodes:
