@@ -10,7 +10,8 @@ are checked first (max |ours - ORT| / max |ORT|). Then `--rounds` rounds, each o
 ours and one of ORT's in alternating order; the figures are the medians of each and the
 median of the per-round ratios (ours / ORT: below 1 = we are faster), with the load average
 (1 minute) before and after each model, since the machine may be shared. The geometric mean
-of the ratios per thread count closes the table."""
+of the ratios per thread count closes the table; with 1 and 2 threads, a second table gives
+each model's speed-up from 1 to 2 threads (ours and ORT's)."""
 
 from __future__ import annotations
 
@@ -89,6 +90,13 @@ def markdown(rows: list[dict]) -> str:
         rs = [r["ratio"] for r in rows if r["threads"] == th]
         geo = float(np.exp(np.mean(np.log(rs))))
         lines.append(f"| **geomean** | {th} | | | **{geo:.2f}** | | | |")
+    by = {(r["model"], r["threads"]): r for r in rows}
+    scaling = [(m, by[(m, 1)], by[(m, 2)]) for m, t in by if t == 2 and (m, 1) in by]
+    if scaling:
+        lines += ["", "| model | ours 1t / 2t (speed-up) | ORT 1t / 2t |", "|---|---|---|"]
+        for m, a, b in scaling:
+            lines.append(f"| {m} | {a['ours_ms'] / b['ours_ms']:.2f} | "
+                         f"{a['ort_ms'] / b['ort_ms']:.2f} |")
     return "\n".join(lines)
 
 
