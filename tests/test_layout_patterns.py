@@ -131,3 +131,33 @@ def test_classifier_of_ten_uses_a_padded_panel(llvm_target, plugins) -> None:
     cm = _check(m, str(llvm_target))
     (k,) = [k for k in cm.desc["kernels"] if "dense" in k["master"]]
     assert k["master"] == "dense_packed" and k["schedule"].startswith("strategy")
+
+
+@pytest.mark.parametrize("order", ["xs", "sx"])
+def test_silu_joins_the_convolution(order: str, llvm_target, plugins) -> None:
+    """Conv -> Sigmoid, Mul(x, sigmoid(x)) (EfficientNet's SiLU as exported): one kernel."""
+    plugins.register("tensorforge_onnx.plugin")
+    w = np.random.default_rng(1).standard_normal((32, 16, 1, 1)) * 0.3
+    ins = ["h", "s"] if order == "xs" else ["s", "h"]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["h"]),
+             helper.make_node("Sigmoid", ["h"], ["s"]), helper.make_node("Mul", ins, ["y"])]
+    cm = _check(_model(nodes, 16, 8, {"w": w}), str(llvm_target))
+    (conv,) = [k for k in cm.desc["kernels"] if "conv" in k["master"]]
+    assert "silu" in conv["ops"] and len(cm.desc["kernels"]) == 3  # + 2 layout transforms
+
+
+def test_sigmoid_read_elsewhere_is_kept(llvm_target, plugins) -> None:
+    from tensorforge.graph.passes.activations import combine_swish
+    from tensorforge_onnx.frontend import load
+
+    plugins.register("tensorforge_onnx.plugin")
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["m"]),
+             helper.make_node("Add", ["m", "s"], ["y"])]
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = f"{d}/m.onnx"
+        with open(path, "wb") as f:
+            f.write(_model(nodes, 4, 3, {}).SerializeToString())
+        g = combine_swish(load(path))
+    assert [n.op for n in g.nodes] == ["sigmoid", "mul", "add"]
