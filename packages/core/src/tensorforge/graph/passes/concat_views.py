@@ -11,8 +11,9 @@ a prefix of the block's last concat, so the whole block lives in one buffer and 
 copied.
 
 A concat stays a copy when a part is a graph input or output, a constant, read twice by it,
-already placed elsewhere by another concat (a value has one address), or would start off a
-64-byte boundary (the alignment of every storage); so does a concat whose output is a graph
+already placed elsewhere by another concat (a value has one address), would land on bytes
+another part already holds (only the enclosing concat views may share them), or would start
+off a 64-byte boundary (the alignment of every storage); so does a concat whose output is a graph
 output. `fuse_ops` keeps view concats in groups of their own, `plan_memory` gives the parts
 their root's storage at their offsets (one storage live from the first part written to the
 last alias read), and the compiler emits no kernel for them.
@@ -35,6 +36,9 @@ class ConcatViews:
 
     placement: dict[int, tuple[Value, int]] = field(default_factory=dict)
     nodes: set[int] = field(default_factory=set)
+    # id(root) -> (start, end, value) of everything placed in it; id() of view concat outputs
+    occupants: dict[int, list[tuple[int, int, Value]]] = field(default_factory=dict)
+    views: set[int] = field(default_factory=set)
     copy_bytes: int = 0
     view_bytes: int = 0  # what the view concats would have copied
 
@@ -59,6 +63,15 @@ def concat_views(g: Graph) -> ConcatViews:
             continue
         res.nodes.add(id(n))
         res.view_bytes += out.nbytes
+        res.views.add(id(out))
+        root, base = res.placement.get(id(out), (out, 0))
+        occ = res.occupants.setdefault(id(root), [])
+        if id(out) not in res.placement:
+            occ.append((0, out.nbytes, out))
+        for v in n.inputs:
+            if id(v) not in res.placement:
+                r, off = plan[id(v)]
+                occ.append((off, off + v.nbytes, v))
         res.placement.update(plan)
     return res
 
@@ -81,11 +94,16 @@ def _place(n: Node, res: ConcatViews, external: set[int]) -> dict[int, tuple[Val
     off = base
     for v in n.inputs:
         if v.is_const or id(v) in external or id(v) in plan or v.dtype != out.dtype or (
-                v.producer is None) or off % ALIGN:
+                v.producer is None) or off % ALIGN or off + v.nbytes > root.nbytes:
             return None
         want = (root, off)
         have = res.placement.get(id(v))
         if have is not None and (have[0] is not root or have[1] != off):
+            return None
+        if have is None and any(  # only concat views around it may share its bytes
+                a < off + v.nbytes and off < b and not (
+                    id(w) in res.views and a <= off and off + v.nbytes <= b)
+                for a, b, w in res.occupants.get(id(root), ())):
             return None
         plan[id(v)] = want
         off += v.nbytes
