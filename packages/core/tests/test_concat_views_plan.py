@@ -51,7 +51,7 @@ def _simulate(g: Graph) -> None:
         off = plan.offset_of.get(v, 0) // 4
         return sid, slice(off, off + v.nbytes // 4)
 
-    for k, grp in enumerate(groups):
+    for grp in groups:
         for v in grp.inputs:
             if v in plan.storage_of:
                 sid, sl = where(v)
