@@ -161,3 +161,28 @@ def test_sigmoid_read_elsewhere_is_kept(llvm_target, plugins) -> None:
             f.write(_model(nodes, 4, 3, {}).SerializeToString())
         g = combine_swish(load(path))
     assert [n.op for n in g.nodes] == ["sigmoid", "mul", "add"]
+
+
+def test_bilinear_resize_is_separable_and_matches(llvm_target, plugins) -> None:
+    """DeepLab's final 16x upsampling: the rows pass (gathers along W at the 14 input rows) is
+    computed once at root, the second pass reads it with contiguous vectors."""
+    from onnx import TensorProto, numpy_helper
+
+    from tensorforge.compiler.kernels import lower_group
+    from tensorforge.graph.ir import Graph
+    from tensorforge.graph.passes import fuse_ops
+
+    plugins.register("tensorforge_onnx.plugin")
+    g = Graph()
+    x = g.add_input("x", (1, 5, 14, 14), "float32")
+    g.outputs = [g.add("resize", x, size=(1, 5, 224, 224), scales=(1.0, 1.0, 16.0, 16.0),
+                       mode="linear", coord="half_pixel")]
+    func, _ = lower_group(fuse_ops(g)[0], llvm_target)
+    assert "resize_linear_rows" in str(func)  # its own buffer, not inlined
+    sc = numpy_helper.from_array(np.array([1, 1, 16, 16], np.float32), "sc")
+    node = helper.make_node("Resize", ["x", "", "sc"], ["y"], mode="linear")
+    m = helper.make_model(helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, 14, 14])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [sc]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    _check(m, str(llvm_target))
