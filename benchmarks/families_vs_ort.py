@@ -69,7 +69,7 @@ class _Fifo:
 
 
 def measure(path: Path, threads: int, rounds: int, target_extra: str = "",
-            fifo: bool = False) -> dict:
+            fifo: bool = False, phased: bool = False) -> dict:
     import tensorforge
 
     sess = _session(path, threads)
@@ -88,7 +88,7 @@ def measure(path: Path, threads: int, rounds: int, target_extra: str = "",
     load0 = os.getloadavg()[0]
     ours, theirs, ratios = [], [], []
     with _Fifo(fifo):
-        _rounds(cm, sess, x, rounds, ours, theirs, ratios)
+        _rounds(cm, sess, x, rounds, ours, theirs, ratios, phased)
         kernel_ms, node_ms = kernel_sums(cm, path, threads, x, max(5, rounds // 2))
     generic = sum(1 for k in cm.desc["kernels"] if not k["schedule"].startswith("strategy")
                   and any(s in k["master"] for s in ("conv", "dense", "pool")))
@@ -101,7 +101,16 @@ def measure(path: Path, threads: int, rounds: int, target_extra: str = "",
             "kernel_ratio": kernel_ms / node_ms}
 
 
-def _rounds(cm, sess, x: dict, rounds: int, ours: list, theirs: list, ratios: list) -> None:
+def _rounds(cm, sess, x: dict, rounds: int, ours: list, theirs: list, ratios: list,
+            phased: bool = False) -> None:
+    if phased:  # all of ours, then all of ORT's: two spinning thread pools never overlap
+        for fn, out in ((lambda: cm.run(x), ours), (lambda: sess.run(None, x), theirs)):
+            for _ in range(rounds):
+                t = time.perf_counter()
+                fn()
+                out.append(time.perf_counter() - t)
+        ratios.extend(a / b for a, b in zip(sorted(ours), sorted(theirs)))
+        return
     for r in range(rounds):
         pair = []
         for who in ((0, 1) if r % 2 == 0 else (1, 0)):
@@ -175,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target-extra", default="", help="more target options, e.g. -winograd=off")
     ap.add_argument("--fifo", action="store_true",
                     help="time under SCHED_FIFO (root; see _Fifo): a loaded machine's figures")
+    ap.add_argument("--phased", action="store_true",
+                    help="all our runs, then all of ORT's (ratio of the sorted samples): under "
+                    "--fifo at 2 threads, interleaving pits our workers against ORT's spinning "
+                    "pool")
     ap.add_argument("--json", default="")
     ap.add_argument("--md", default="")
     args = ap.parse_args(argv)
@@ -186,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for path in paths:
         for th in (int(t) for t in args.threads.split(",")):
-            row = measure(path, th, args.rounds, args.target_extra, args.fifo)
+            row = measure(path, th, args.rounds, args.target_extra, args.fifo, args.phased)
             rows.append(row)
             print(json.dumps({k: (float(f"{v:.4g}") if isinstance(v, float) else v)
                               for k, v in row.items()}), flush=True)
