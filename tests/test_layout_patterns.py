@@ -55,6 +55,7 @@ def _check(model, target: str):
     dict(c=16, o=16, hw=9, d=4, stride=2),
     dict(c=32, o=32, hw=14, d=6, groups=32),  # depthwise, dilated
     dict(c=16, o=16, hw=10, d=8, pad=5),  # asymmetric live range
+    dict(c=16, o=24, hw=9, d=7),  # split into bands (rows and columns), blocks of 8
     dict(c=64, o=64, hw=12, groups=4),  # grouped: 16 channels per group
     dict(c=48, o=96, hw=9, groups=6, stride=2),  # 8 in, 16 out per group
     dict(c=12, o=12, hw=8, groups=6),  # 2 per group: no block, NCHW strategy
@@ -70,7 +71,8 @@ def test_conv_patterns_match_onnxruntime(case: dict, threads: int, llvm_target, 
 
 
 def test_dead_taps_are_pruned(llvm_target, plugins) -> None:
-    """3x3 at dilation 24 on a 14x14 map: the packed weight is 1x1 (8x less work)."""
+    """3x3 at dilation 24 on a 14x14 map: the packed weight is 1x1 (8x less work); at
+    dilation 12, bands of output positions meeting the same taps."""
     from tensorforge.compiler.compile import plan
 
     plugins.register("tensorforge_onnx.plugin")
@@ -78,9 +80,15 @@ def test_dead_taps_are_pruned(llvm_target, plugins) -> None:
     conv = next(n for n in p.graph.nodes if n.op == "conv2d_nchwc")
     assert tuple(conv.inputs[1].shape[2:4]) == (1, 1)
     assert tuple(conv.attrs["pads"]) == (0, 0, 0, 0)
+    # dilation 12: rows 0-1 meet taps 1-2, rows 2-11 tap 1, rows 12-13 taps 0-1 (and the
+    # same for columns): 9 bands doing 18 x 18 tap-positions instead of 9 x 196
     p = plan(_conv(32, 32, 14, d=12), llvm_target)
-    conv = next(n for n in p.graph.nodes if n.op == "conv2d_nchwc")
-    assert tuple(conv.inputs[1].shape[2:4]) == (3, 3)
+    convs = [n for n in p.graph.nodes if n.op == "conv2d_nchwc"]
+    assert len(convs) == 9
+    assert sum(int(np.prod(n.inputs[1].shape[2:4])) * int(np.prod(n.outputs[0].shape[2:4]))
+               for n in convs) == 18 * 18
+    p = plan(_conv(32, 32, 14, d=6), llvm_target)  # bands would save too little: one conv
+    assert sum(n.op == "conv2d_nchwc" for n in p.graph.nodes) == 1
 
 
 def test_grouped_producer_takes_a_block_the_groups_divide(llvm_target, plugins) -> None:

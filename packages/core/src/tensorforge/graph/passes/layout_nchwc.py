@@ -31,6 +31,7 @@ import numpy as np
 
 from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
+from .dilated import split_dilated_bands
 from .simplify import make_node
 from .subpixel import _emit, rewrite_conv_transpose
 
@@ -287,16 +288,18 @@ class _Rewriter:
 
     def concat(self, n: Node) -> bool:
         """Channel concat of blocked inputs: blocks stay whole (each input's channel count is a
-        multiple of the block), so it is a concat along the C/x axis of NCHW[x]c."""
+        multiple of the block), so it is a concat along the C/x axis of NCHW[x]c; a concat
+        along H or W (a dilated conv's bands) is one along the same axis."""
         out = n.outputs[0]
-        if len(out.shape) != 4 or n.attrs.get("axis", 0) % 4 != 1 or any(
+        axis = n.attrs.get("axis", 0) % 4
+        if len(out.shape) != 4 or axis == 0 or any(
                 v.is_const or len(v.shape) != 4 for v in n.inputs):
             return False
         first = next((self.blocked[id(v)][1] for v in n.inputs if id(v) in self.blocked), None)
         if first is None or any(v.shape[1] % first for v in n.inputs):
             return False
         ins = [self.to_blocked(v, first) for v in n.inputs]
-        y = _emit(self.g, "concat", ins, {"axis": 1}, n.name)
+        y = _emit(self.g, "concat", ins, {"axis": axis}, n.name)  # H, W: the same axis
         self.blocked[id(out)] = (y, first)
         return True
 
@@ -347,7 +350,8 @@ class _Rewriter:
 
     def channel_slice(self, n: Node) -> bool:
         """strided_slice / split of whole channel blocks of a blocked value (ShuffleNet's
-        branches): the same op on the C/x axis."""
+        branches): the same op on the C/x axis; a slice of rows or columns (a dilated conv's
+        bands) keeps the blocks."""
         x = n.inputs[0]
         if id(x) not in self.blocked or len(x.shape) != 4:
             return False
@@ -365,13 +369,12 @@ class _Rewriter:
             return True
         at = n.attrs
         begin, step, size = at["begin"], at["step"], at["size"]
-        if (tuple(begin[i] for i in (0, 2, 3)) != (0, 0, 0) or tuple(step) != (1, 1, 1, 1)
-                or tuple(size[i] for i in (0, 2, 3)) != (nn, h, w) or begin[1] % b
-                or size[1] % b):
+        if (begin[0], size[0]) != (0, nn) or tuple(step) != (1, 1, 1, 1) or begin[1] % b or (
+                size[1] % b):
             return False
         y = _emit(self.g, "strided_slice", [xb],
-                  {"begin": (0, begin[1] // b, 0, 0, 0), "step": (1,) * 5,
-                   "size": (nn, size[1] // b, h, w, b)}, n.name)
+                  {"begin": (0, begin[1] // b, begin[2], begin[3], 0), "step": (1,) * 5,
+                   "size": (nn, size[1] // b, size[2], size[3], b)}, n.name)
         self.blocked[id(n.outputs[0])] = (y, b)
         return True
 
@@ -454,7 +457,7 @@ class _Rewriter:
 def convert_layout_nchwc(g: Graph, target: Any = None, winograd: Any = None) -> Graph:
     """The pass (see the module docstring). `winograd(node, x_shape, w_shape, attrs, ib, ob,
     lanes)` may return a builder that emits a Winograd convolution instead of the direct one."""
-    g = rewrite_conv_transpose(g)
+    g = split_dilated_bands(rewrite_conv_transpose(g))
     return _Rewriter(g, _lanes(target), winograd).run()
 
 
