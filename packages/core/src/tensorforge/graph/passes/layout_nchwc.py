@@ -57,18 +57,19 @@ def out_block(c: int, lanes: int, divides: int = 0) -> int | None:
 
 def group_caps(g: Graph, lanes: int) -> dict[int, int]:
     """id(value) -> a number its channel block must divide: the channels per group of the
-    grouped convolutions that read it, and the channel counts of the other parts of a channel
-    concat it is part of; carried back through the elementwise ops (BN, relu), pools and
-    concats between them and the producing convolution, so that convolution picks a block
-    its readers can use without re-blocking (RegNet: 64 channels in groups of 16 take blocks
-    of 16; a DenseNet block's 64 + 32k channels take blocks of 32)."""
+    grouped convolutions that read it (when a multiple of the lanes: narrower groups re-block
+    their input, cheaper than a producer in 4-lane blocks), and the channel counts of the
+    other parts of a channel concat it is part of; carried back through the elementwise ops
+    (BN, relu), pools and concats between them and the producing convolution, so that
+    convolution picks a block its readers can use without re-blocking (RegNet: 64 channels in
+    groups of 16 take blocks of 16; a DenseNet block's 64 + 32k channels take blocks of 32)."""
     caps: dict[int, int] = {}
     for n in reversed(g.nodes):
         if n.op == "conv2d" and len(n.inputs) > 1 and n.inputs[1].is_const:
             groups = n.attrs.get("groups", 1)
             cg = n.inputs[1].shape[1]
-            if groups > 1 and cg > 1:
-                x = n.inputs[0]
+            if groups > 1 and cg % lanes == 0:  # narrower groups re-block their input:
+                x = n.inputs[0]  # a producer in 4-lane blocks is slower than one transform
                 caps[id(x)] = int(np.gcd(caps.get(id(x), 0), cg))
         if n.op == "concat" and n.attrs.get("axis", 0) % 4 == 1 and all(
                 len(v.shape) == 4 for v in n.inputs):
@@ -149,6 +150,7 @@ class _Rewriter:
         self.g, self.lanes = g, lanes
         self.caps = group_caps(g, lanes)
         self.skip: set[int] = set()  # nodes folded into an earlier rule (channel shuffle)
+        self.reblocked: dict[tuple[int, int], Value] = {}  # (id(value), block) -> value
         self.consumers: dict[int, list[Node]] = {}
         for n in g.nodes:
             for v in n.inputs:
@@ -170,6 +172,15 @@ class _Rewriter:
     def to_blocked(self, v: Value, b: int) -> Value:
         if id(v) in self.blocked and self.blocked[id(v)][1] == b:
             return self.blocked[id(v)][0]
+        if id(v) in self.blocked:  # another block: one re-blocking transform, kept apart
+            key = (id(v), b)
+            if key not in self.reblocked:
+                bv, b0 = self.blocked[id(v)]
+                self.reblocked[key] = _emit(
+                    self.g, "layout_transform", [bv],
+                    {"src_layout": f"NCHW{b0}c", "dst_layout": f"NCHW{b}c"},
+                    f"{v.name}_nchw{b}c")
+            return self.reblocked[key]
         src = self.to_plain(v)
         bv = _emit(self.g, "layout_transform", [src],
                    {"src_layout": "NCHW", "dst_layout": f"NCHW{b}c"}, f"{v.name}_nchw{b}c")
