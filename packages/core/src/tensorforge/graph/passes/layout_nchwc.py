@@ -193,6 +193,11 @@ class _Rewriter:
         self.g.nodes.append(n)
         self.plain.update(id(o) for o in n.outputs)
 
+    def _narrow(self, b: int, n: Node) -> bool:
+        """Quarter-vector blocks (ShuffleNet's 116 channels in blocks of 4 on 16 lanes) on an
+        image at least a vector wide: NCHW with vectors along the width does more per FMA."""
+        return 4 * b <= self.lanes and n.outputs[0].shape[3] >= self.lanes
+
     # rules -----------------------------------------------------------------------------------
     def conv(self, n: Node) -> bool:
         if len(n.inputs[0].shape) != 4 or not all(v.is_const for v in n.inputs[1:]):
@@ -208,7 +213,7 @@ class _Rewriter:
         cap = self.caps.get(id(n.outputs[0]), 0)
         if depthwise:
             ob = self.blocked[id(x)][1] if id(x) in self.blocked else out_block(c, self.lanes)
-            if ob is None:
+            if ob is None or self._narrow(ob, n):
                 return False
             ib, op = 1, "depthwise_conv2d_nchwc"
         elif groups > 1:  # grouped: blocks within a group (x | C/groups, y | O/groups)
@@ -221,7 +226,9 @@ class _Rewriter:
             attrs["groups"] = groups
         else:
             ob = out_block(o, self.lanes, cap) or out_block(o, self.lanes)
-            if ob is None:
+            if ob is None or self._narrow(ob, n):
+                # no block, or quarter-vector blocks (ShuffleNet's 116 channels in 4s) on a
+                # wide image: NCHW, vectors along the width (conv2d/direct_nchw)
                 return False
             ib = self.blocked[id(x)][1] if id(x) in self.blocked else in_block(c, self.lanes)
             op = "conv2d_nchwc"
