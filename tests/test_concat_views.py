@@ -108,3 +108,30 @@ def test_graph_input_and_output_concats_are_copies(llvm_target, plugins) -> None
     np.testing.assert_allclose(cm.run({"x": x})[0], ref, rtol=1e-4, atol=1e-5)
     assert cm.desc["memory"]["concat_view_bytes"] == 0
     assert sum("concat" in k["ops"] for k in cm.desc["kernels"]) == 2
+
+
+def test_package_carries_the_views_and_refuses_a_bad_offset(llvm_target, plugins,
+                                                            tmp_path) -> None:
+    """Offsets travel in the package's graph description; `load` runs the views, and a
+    description whose offset runs past its storage is refused before anything is bound."""
+    import zipfile
+
+    import tensorforge
+    from tensorforge.errors import TensorforgeError
+
+    plugins.register("tensorforge_onnx.plugin")
+    model = _dense_block(3)
+    x = np.random.default_rng(0).standard_normal((1, 8, 6, 6)).astype(np.float32)
+    cm = tensorforge.compile(model, llvm_target)
+    path = cm.export(tmp_path / "m.tfpkg")
+    loaded = tensorforge.load(path)
+    np.testing.assert_allclose(loaded.run({"x": x})[0], cm.run({"x": x})[0], rtol=0, atol=0)
+    desc = dict(cm.desc)
+    vals = [dict(v) for v in desc["values"]]
+    k = next(i for i, v in enumerate(vals) if v.get("offset"))
+    vals[k]["offset"] = max(desc["storages"]) * 2
+    from tensorforge.runtime.validate import check_description
+
+    with pytest.raises(TensorforgeError, match="offset"):
+        check_description({**desc, "values": vals}, dict(cm.params))
+    assert zipfile.is_zipfile(path)  # a real package file
