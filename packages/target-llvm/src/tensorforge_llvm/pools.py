@@ -61,7 +61,8 @@ def schedule_pool(outs: list[Tensor] | Tensor, target: Any = None, cfg: Any = No
     cfg.define_split("tile_ow", ow_ext, 2, policy="candidate",
                      candidates=_tile_candidates(ow_ext, tile, 16), default=(-1, tile))
     taps = _prod(red.op.reduce_axis)
-    cfg.define_knob("unroll_taps", [False, True], default=taps <= 16)
+    # a global pool's 49+ taps are never worth unrolling: one config, no tuning task
+    cfg.define_knob("unroll_taps", [False, True] if taps <= 16 else [False], default=taps <= 16)
     cfg.add_flop(float(_prod(red.op.axis) * taps))
     for st in _inline_rest(s, {out.op, red.op}):
         _root_parallel(st, par)
