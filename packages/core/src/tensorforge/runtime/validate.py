@@ -98,8 +98,8 @@ def check_description(desc: Mapping[str, Any], params: Mapping[str, np.ndarray])
             if not isinstance(off, int) or isinstance(off, bool) or off < 0:
                 _fail(where, f"has offset {off!r}")
             if off + nbytes > storages[s]:
-                _fail(where, f"needs {nbytes} bytes at offset {off} but its storage {s} has "
-                      f"{storages[s]}")
+                at = f" at offset {off}" if off else ""
+                _fail(where, f"needs {nbytes} bytes{at} but its storage {s} has {storages[s]}")
         elif kind == "const":
             key = v.get("param")
             arr = params.get(key) if isinstance(key, str) else None
