@@ -77,8 +77,11 @@ def group_caps(g: Graph, lanes: int) -> dict[int, int]:
             cap = caps.get(id(n.outputs[0]), 0)
             for v in n.inputs:
                 cap = int(np.gcd(cap, v.shape[1]))
-            # one block for all parts: the one the smallest part can take
-            cap = out_block(min(v.shape[1] for v in n.inputs), lanes, cap) or 1
+            # one block for all parts: the one the smallest part can take (not a quarter
+            # vector: then the parts keep their own blocks and the concat runs in NCHW)
+            cap = out_block(min(v.shape[1] for v in n.inputs), lanes, cap) or 0
+            if 4 * cap <= lanes:
+                continue
             for v in n.inputs:
                 caps[id(v)] = int(np.gcd(caps.get(id(v), 0), cap))
             continue
