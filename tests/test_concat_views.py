@@ -24,13 +24,14 @@ def _w(o, c, seed):
     return np.random.default_rng(seed).standard_normal((o, c, 1, 1)) / np.sqrt(c)
 
 
-def _run(model, target):
+def _run(model, target, opt_level: int = 3):
+    """Compile `model`, check it against ONNX Runtime, return the compiled model."""
     import tensorforge
 
     x = np.random.default_rng(0).standard_normal((1, 8, 6, 6)).astype(np.float32)
     ref = ort.InferenceSession(model.SerializeToString(),
                                providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    cm = tensorforge.compile(model, target)
+    cm = tensorforge.compile(model, target, opt_level=opt_level)
     np.testing.assert_allclose(cm.run({"x": x})[0], ref, rtol=1e-4, atol=1e-5)
     return cm
 
@@ -65,15 +66,8 @@ def test_dense_block_copies_nothing(threads: int, llvm_target, plugins) -> None:
 
 def test_dense_block_without_layout_pass(llvm_target, plugins) -> None:
     """NCHW concats (opt-level 1: no blocked layout) are views too."""
-    import tensorforge
-
     plugins.register("tensorforge_onnx.plugin")
-    model = _dense_block(3)
-    x = np.random.default_rng(0).standard_normal((1, 8, 6, 6)).astype(np.float32)
-    ref = ort.InferenceSession(model.SerializeToString(),
-                               providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    cm = tensorforge.compile(model, llvm_target, opt_level=1)
-    np.testing.assert_allclose(cm.run({"x": x})[0], ref, rtol=1e-4, atol=1e-5)
+    cm = _run(_dense_block(3), llvm_target, opt_level=1)
     assert cm.desc["memory"]["concat_copy_bytes"] == 0
 
 
@@ -93,19 +87,12 @@ def test_a_value_in_two_orders_is_copied_once(llvm_target, plugins) -> None:
 def test_graph_input_and_output_concats_are_copies(llvm_target, plugins) -> None:
     """A part that is a graph input, and a concat that is a graph output, keep their own
     memory: those concats run as kernels (NCHW, opt-level 1, so the input is read as is)."""
-    import tensorforge
-
     plugins.register("tensorforge_onnx.plugin")
     nodes = [helper.make_node("Conv", ["x", "wa"], ["a"]),
              helper.make_node("Concat", ["x", "a"], ["xa"], axis=1),
              helper.make_node("Conv", ["xa", "wb"], ["b"]),
              helper.make_node("Concat", ["a", "b"], ["y"], axis=1)]
-    model = _model(nodes, {"wa": _w(8, 8, 1), "wb": _w(8, 16, 2)})
-    x = np.random.default_rng(0).standard_normal((1, 8, 6, 6)).astype(np.float32)
-    ref = ort.InferenceSession(model.SerializeToString(),
-                               providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    cm = tensorforge.compile(model, llvm_target, opt_level=1)
-    np.testing.assert_allclose(cm.run({"x": x})[0], ref, rtol=1e-4, atol=1e-5)
+    cm = _run(_model(nodes, {"wa": _w(8, 8, 1), "wb": _w(8, 16, 2)}), llvm_target, opt_level=1)
     assert cm.desc["memory"]["concat_view_bytes"] == 0
     assert sum("concat" in k["ops"] for k in cm.desc["kernels"]) == 2
 
