@@ -33,6 +33,7 @@ from ...naming import c_identifier
 from ..groups import FusedGroup
 from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
+from .concat_views import concat_views
 from .fuse_merge import merge_diamonds, merge_reshape_readers
 
 _EW = OpPattern.BROADCAST
@@ -79,14 +80,17 @@ class _Group:
 
 
 def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
-    """Cut `g` into fused groups (one kernel each), in an order that respects dependencies."""
+    """Cut `g` into fused groups (one kernel each), in an order that respects dependencies.
+    A zero-copy concat (`concat_views`) is a group of its own that nothing joins (a view,
+    no kernel)."""
     consumers = g.consumers()
+    views = concat_views(g).nodes if enabled else set()
     graph_outputs = {id(v) for v in g.outputs}
     group_of: dict[int, _Group] = {}  # id(node) -> group
     groups: list[_Group] = []
     for n in g.nodes:
         opdef = get_op(n.op)
-        pattern = opdef.pattern
+        pattern = OpPattern.OPAQUE if id(n) in views else opdef.pattern
         joined = None
         if enabled and pattern < OpPattern.OUT_ELEMWISE_FUSABLE:
             for pos, v in _by_producer_class(n, group_of):
@@ -112,10 +116,10 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
             if src is not None and src is not joined:
                 joined.deps.add(src)
     if enabled:
-        merge_reshape_readers(g, groups, group_of)
+        merge_reshape_readers(g, groups, group_of, views)
         merge_diamonds(g, groups, group_of)
         groups = _merge_epilogues(g, groups, group_of)
-    return _finish(g, groups, consumers, graph_outputs)
+    return _finish(g, groups, consumers, graph_outputs, views)
 
 
 def _by_producer_class(n: Node, group_of: dict[int, _Group]) -> list[tuple[int, Value]]:
@@ -177,7 +181,7 @@ def _makes_cycle(grp: _Group, n: Node, group_of: dict[int, _Group]) -> bool:
 
 
 def _finish(g: Graph, groups: list[_Group], consumers: dict[Value, list[Node]],
-            graph_outputs: set[int]) -> list[FusedGroup]:
+            graph_outputs: set[int], views: set[int]) -> list[FusedGroup]:
     groups = _topological(groups)
     result: list[FusedGroup] = []
     produced: set[int] = {id(v) for v in g.inputs}
@@ -202,7 +206,7 @@ def _finish(g: Graph, groups: list[_Group], consumers: dict[Value, list[Node]],
                     "before it is computed (a fusion cycle; please report this)")
         produced.update(id(o) for o in outputs)
         result.append(FusedGroup(_name(k, grp, used_names), list(grp.nodes), inputs, outputs,
-                                 grp.master, grp.pattern))
+                                 grp.master, grp.pattern, view=id(grp.master) in views))
     return result
 
 

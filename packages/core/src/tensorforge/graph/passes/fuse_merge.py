@@ -43,8 +43,10 @@ def _readers(g: Graph) -> dict[int, list[Node]]:
     return out
 
 
-def merge_reshape_readers(g: Graph, groups: list[Any], group_of: dict[int, Any]) -> None:
-    """The first merge (module docstring); in place."""
+def merge_reshape_readers(g: Graph, groups: list[Any], group_of: dict[int, Any],
+                          views: set[int] | frozenset[int] = frozenset()) -> None:
+    """The first merge (module docstring); in place. A reader in `views` (ids of zero-copy
+    concats, `concat_views`: no kernel to read through) keeps its reshape apart."""
     order = {id(n): i for i, n in enumerate(g.nodes)}
     readers = _readers(g)
     outputs = {id(v) for v in g.outputs}
@@ -53,7 +55,7 @@ def merge_reshape_readers(g: Graph, groups: list[Any], group_of: dict[int, Any])
             continue
         v = grp.nodes[0].outputs[0]
         rs = readers.get(id(v), [])
-        if id(v) in outputs or len(rs) != 1:
+        if id(v) in outputs or len(rs) != 1 or id(rs[0]) in views:
             continue
         _absorb(group_of[id(rs[0])], grp, groups, group_of, order)
 
