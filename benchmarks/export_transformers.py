@@ -11,6 +11,11 @@ also needs onnxscript). Models:
   their own model exports. Full: 6 layers, d 512, 8 heads, feed-forward 2048, sequence 128.
 - `vit_b_16`: torchvision's `vit_b_16` (224x224, 12 layers, d 768). The tiny version is
   torchvision's `VisionTransformer` class at image 32, patch 8, 2 layers, d 64.
+- `gpt2_lm`: a GPT-2-like causal language model written as people write one in PyTorch
+  today: token + position embeddings, pre-LN blocks with Q, K, V from one `nn.Linear` split
+  in three, `F.scaled_dot_product_attention(is_causal=True)`, tanh GELU, a final LayerNorm
+  and the head tied to the token embedding. Full: GPT-2 small (12 layers, d 768, 12 heads,
+  vocabulary 50257, sequence 128); tiny: 2 layers, d 64, 4 heads, vocabulary 256, sequence 32.
 
 Each is exported with TorchScript (`dynamo=False`, `<name>.onnx`, opset 17) and dynamo
 (`dynamo=True`, `<name>.dynamo.onnx`, opset 18); a failing exporter is reported and skipped.
@@ -90,10 +95,56 @@ def _vit(tiny: bool) -> Callable[[], object]:
     return build
 
 
+def _gpt2(layers: int, d: int, heads: int, vocab: int, seq: int) -> Callable[[], object]:
+    def build() -> object:
+        import torch
+        import torch.nn.functional as F
+        from torch import nn
+
+        class Block(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.ln_1, self.ln_2 = nn.LayerNorm(d), nn.LayerNorm(d)
+                self.c_attn, self.c_proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+                self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"),
+                                         nn.Linear(4 * d, d))
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                b, s, _ = x.shape
+                q, k, v = self.c_attn(self.ln_1(x)).split(d, dim=2)
+                q, k, v = (t.view(b, s, heads, d // heads).transpose(1, 2) for t in (q, k, v))
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                x = x + self.c_proj(y.transpose(1, 2).reshape(b, s, d))
+                return x + self.mlp(self.ln_2(x))
+
+        class CausalLM(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(1024, d)
+                self.blocks = nn.ModuleList(Block() for _ in range(layers))
+                self.ln_f = nn.LayerNorm(d)
+                self.lm_head = nn.Linear(d, vocab, bias=False)
+                self.lm_head.weight = self.wte.weight  # tied, as in GPT-2
+
+            def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+                pos = torch.arange(input_ids.shape[1], device=input_ids.device)
+                x = self.wte(input_ids) + self.wpe(pos)[None]
+                for blk in self.blocks:
+                    x = blk(x)
+                return self.lm_head(self.ln_f(x))
+
+        ids = torch.randint(0, vocab, (1, seq))
+        return CausalLM().eval(), {"input_ids": ids}
+
+    return build
+
+
 TINY = [Export("transformer_encoder_tiny", _encoder(2, 64, 4, 128, 32)),
-        Export("vit_tiny", _vit(True))]
+        Export("vit_tiny", _vit(True)),
+        Export("gpt2_lm_tiny", _gpt2(2, 64, 4, 256, 32))]
 FULL = [Export("transformer_encoder", _encoder(6, 512, 8, 2048, 128)),
-        Export("vit_b_16", _vit(False))]
+        Export("vit_b_16", _vit(False)),
+        Export("gpt2_lm", _gpt2(12, 768, 12, 50257, 128))]
 
 
 def export(e: Export, out: Path, seed: int = 0) -> list[Path]:
@@ -131,8 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tiny", action="store_true", help="the small test models")
     p.add_argument("--out", type=Path, help="output directory")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--only", help="comma-separated model names (default: all of the set)")
     args = p.parse_args(argv)
     todo = TINY if args.tiny else FULL
+    if args.only:
+        todo = [e for e in todo if e.name in args.only.split(",")]
     out = args.out or (TINY_DIR if args.tiny else CACHE)
     for e in todo:
         export(e, out, args.seed)
