@@ -106,7 +106,17 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     op). `tuning_db` (a path or an `autotune.Database`): each group whose task has records
     is scheduled with its best config; tasks without records are listed in a warning and in
     `desc["tuning"]["missing"]`. `progress` (a `tensorforge.progress.StageProgress`) is told
-    each stage: import, graph passes, lowering N kernels, code generation."""
+    each stage: import, graph passes, lowering N kernels, code generation.
+
+    A dimension of `input_shapes` given as a bounded name (``{"input_ids": (1, "seq<=512")}``)
+    makes it dynamic: the result is a `DynamicModel` (`compiler.dynamic`) that runs any size
+    within the bounds."""
+    from .dynamic import DynamicModel, split_input_shapes
+
+    template, dims = split_input_shapes(input_shapes)
+    if dims:
+        return DynamicModel(model, target, template, dims, opt_level=opt_level,
+                            tuning_db=tuning_db, progress=progress)
     from ..plugins import get_registry
     from ..runtime.graph_executor import CompiledModel
 

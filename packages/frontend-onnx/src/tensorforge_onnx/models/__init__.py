@@ -53,7 +53,7 @@ MODELS: dict[str, ModelSpec] = {s.name: s for s in (
         "input_ids", "token_type_ids", "attention_mask")},
         "BERT-base-like encoder: 12 layers, d 768, 12 heads, seq 128",
         config=(("layers", 12), ("seq", 128), ("d", 768), ("heads", 12), ("hidden", 3072),
-                ("vocab", 30522))),
+                ("vocab", 30522), ("dynamic", 0))),
     ModelSpec("gpt2", "gpt2", {"input_ids": ((1, 128), "int64")},
               "GPT-2-small-like decoder with a causal mask and LM head: 12 layers, d 768, "
               "seq 128", config=(("layers", 12), ("seq", 128), ("d", 768), ("heads", 12),
