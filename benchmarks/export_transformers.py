@@ -61,6 +61,16 @@ def _encoder(layers: int, d: int, heads: int, ff: int, seq: int) -> Callable[[],
                 # the nested-tensor fast path is a training/eager optimisation; exports
                 # see the plain computation either way
                 self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+                # the encoder deep-copies one layer: draw each copy's weights again (and
+                # LayerNorm's) so that the layers differ, as in a trained model
+                for m in self.encoder.modules():
+                    if hasattr(m, "_reset_parameters"):
+                        m._reset_parameters()
+                    elif isinstance(m, nn.Linear):
+                        m.reset_parameters()
+                    elif isinstance(m, nn.LayerNorm):
+                        nn.init.uniform_(m.weight, 0.8, 1.2)
+                        nn.init.normal_(m.bias, std=0.05)
 
             def forward(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
                 return self.encoder(x, src_key_padding_mask=padding)

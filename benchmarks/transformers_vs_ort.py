@@ -17,7 +17,12 @@ graph optimizations (which fuse attention, LayerNorm and GELU) and `intra_op_num
 Outputs are checked first (max |ours - ORT| / max |ORT|, against the issue's rtol 1e-4 /
 atol 1e-5 x max |output|). Then `--rounds` rounds of one run each, alternating who goes
 first (`families_vs_ort._rounds`); figures are medians, the ratio is the median of per-round
-ratios (ours / ORT: below 1 = we are faster), with the 1-minute load average before/after."""
+ratios (ours / ORT: below 1 = we are faster), with the 1-minute load average before/after.
+
+`--dynamic 32,128,512`: BERT compiled once with a bounded dynamic sequence
+(``input_shapes={...: (1, "seq<=512")}``, the zoo's `dynamic=1` model) against a static
+compile at each length, interleaved the same way; the first call at a new length compiles
+that length (`compiler.dynamic`), and its time is reported apart."""
 
 from __future__ import annotations
 
@@ -56,7 +61,7 @@ def model_path(name: str, layers: int | None) -> tuple[Path, dict[str, np.ndarra
         return path, {i.name: saved[i.name] for i in sess.get_inputs()}
     from tensorforge_onnx import models
 
-    zoo, cfg = ZOO[name]
+    zoo, cfg = ZOO[name] if name in ZOO else ("bert", {"seq": int(name.split("-")[1])})
     if layers:
         cfg = {**cfg, "layers": layers}
     tag = "-".join(f"{k}{v}" for k, v in sorted(cfg.items()))
@@ -103,6 +108,74 @@ def measure(name: str, path: Path, x: dict, threads: int, rounds: int,
             "ours_kernels_ms": kernel_ms, "ort_nodes_ms": node_ms}
 
 
+def measure_dynamic(lengths: list[int], threads: int, rounds: int, layers: int | None,
+                    fifo: bool = False) -> list[dict]:
+    """Dynamic (one compile, bound 512) vs static BERT at each length (module docstring)."""
+    import tensorforge
+    from tensorforge_onnx import models
+
+    cfg = {"layers": layers} if layers else {}
+    dyn_path = CACHE / f"zoo_bert-dynamic{'-layers' + str(layers) if layers else ''}.onnx"
+    if not dyn_path.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        models.save("bert", dyn_path, dynamic=1, **cfg)
+    target = f"llvm -num-threads={threads}"
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dyn = tensorforge.compile(str(dyn_path), target, input_shapes={
+            k: (1, "seq<=512") for k in ("input_ids", "token_type_ids", "attention_mask")})
+    dyn_compile_s = time.perf_counter() - t0
+    rows = []
+    for seq in lengths:
+        path, x = model_path(f"bert-{seq}" if seq != 128 else "bert", layers)
+        t0 = time.perf_counter()
+        first = dyn.run(x)[0]  # compiles this length unless it is the bound
+        first_call_s = time.perf_counter() - t0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            static = tensorforge.compile(str(path), target)
+        ref = static.run(x)[0]
+        err = float(np.max(np.abs(first - ref))) / float(np.max(np.abs(ref)))
+        for _ in range(2):
+            dyn.run(x)
+            static.run(x)
+        load0 = os.getloadavg()[0]
+        a: list[float] = []
+        b: list[float] = []
+        ratios: list[float] = []
+        with _Fifo(fifo):
+            _rounds(dyn, _AsSession(static), x, rounds, a, b, ratios)
+        rows.append({"seq": seq, "threads": threads, "dynamic_ms": statistics.median(a) * 1e3,
+                     "static_ms": statistics.median(b) * 1e3, "ratio": statistics.median(ratios),
+                     "max_rel_err": err, "dynamic_compile_s": dyn_compile_s,
+                     "first_call_s": first_call_s,
+                     "load": (round(load0, 2), round(os.getloadavg()[0], 2))})
+        print(json.dumps(rows[-1]), flush=True)
+        static.close()
+    return rows
+
+
+class _AsSession:
+    """A CompiledModel called like an ORT session (`_rounds` times `sess.run(None, x)`)."""
+
+    def __init__(self, cm: object):
+        self.cm = cm
+
+    def run(self, _names: object, x: dict) -> list:
+        return self.cm.run(x)
+
+
+def markdown_dynamic(rows: list[dict]) -> str:
+    lines = ["| seq | threads | dynamic ms | static ms | dynamic / static | first call at this "
+             "length s | max rel err | load |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['seq']} | {r['threads']} | {r['dynamic_ms']:.1f} | "
+                     f"{r['static_ms']:.1f} | **{r['ratio']:.2f}** | {r['first_call_s']:.1f} | "
+                     f"{r['max_rel_err']:.1e} | {r['load'][0]}-{r['load'][1]} |")
+    return "\n".join(lines)
+
+
 def markdown(rows: list[dict]) -> str:
     lines = ["| model | threads | ours ms | ORT ms | ours / ORT (IQR) | sum of kernels ours / "
              "ORT ms | max rel err | matches | kernels (attention) | compile s | load |",
@@ -126,9 +199,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layers", type=int, default=0, help="zoo models with this many layers")
     ap.add_argument("--fifo", action="store_true", help="time under SCHED_FIFO (root)")
     ap.add_argument("--no-kernels", action="store_true", help="skip the per-kernel sums")
+    ap.add_argument("--dynamic", default="",
+                    help="BERT lengths for the dynamic-vs-static comparison, e.g. 32,128,512")
     ap.add_argument("--json", default="")
     ap.add_argument("--md", default="")
     args = ap.parse_args(argv)
+    if args.dynamic:
+        rows = []
+        for th in (int(t) for t in args.threads.split(",")):
+            rows += measure_dynamic([int(n) for n in args.dynamic.split(",")], th,
+                                    args.rounds, args.layers or None, args.fifo)
+        md = markdown_dynamic(rows)
+        print(md)
+        if args.md:
+            Path(args.md).write_text(md + "\n")
+        return 0
     names = args.models.split(",") if args.models else ORDER
     unknown = set(names) - set(ORDER)
     if unknown:
