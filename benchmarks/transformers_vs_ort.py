@@ -16,8 +16,10 @@ Each model is compiled for `llvm -num-threads=T` and loaded in ONNX Runtime with
 graph optimizations (which fuse attention, LayerNorm and GELU) and `intra_op_num_threads=T`.
 Outputs are checked first (max |ours - ORT| / max |ORT|, against the issue's rtol 1e-4 /
 atol 1e-5 x max |output|). Then `--rounds` rounds of one run each, alternating who goes
-first (`families_vs_ort._rounds`); figures are medians, the ratio is the median of per-round
-ratios (ours / ORT: below 1 = we are faster), with the 1-minute load average before/after.
+first (`families_vs_ort._rounds`; `--phased`: all of ours, then all of ORT's, which is how
+the 2-thread figures are taken under `--fifo`); figures are medians, the ratio is the median
+of per-round ratios (ours / ORT: below 1 = we are faster), with the 1-minute load average
+before/after.
 
 `--dynamic 32,128,512`: BERT compiled once with a bounded dynamic sequence
 (``input_shapes={...: (1, "seq<=512")}``, the zoo's `dynamic=1` model) against a static
@@ -73,7 +75,7 @@ def model_path(name: str, layers: int | None) -> tuple[Path, dict[str, np.ndarra
 
 
 def measure(name: str, path: Path, x: dict, threads: int, rounds: int,
-            fifo: bool = False, kernels: bool = True) -> dict:
+            fifo: bool = False, kernels: bool = True, phased: bool = False) -> dict:
     import tensorforge
 
     sess = _session(path, threads)
@@ -95,7 +97,7 @@ def measure(name: str, path: Path, x: dict, threads: int, rounds: int,
     theirs: list[float] = []
     ratios: list[float] = []
     with _Fifo(fifo):
-        _rounds(cm, sess, x, rounds, ours, theirs, ratios)
+        _rounds(cm, sess, x, rounds, ours, theirs, ratios, phased)
         kernel_ms, node_ms = (kernel_sums(cm, path, threads, x, max(3, rounds // 3))
                               if kernels else (float("nan"), float("nan")))
     masters = [k["master"] for k in cm.desc["kernels"]]
@@ -198,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--layers", type=int, default=0, help="zoo models with this many layers")
     ap.add_argument("--fifo", action="store_true", help="time under SCHED_FIFO (root)")
+    ap.add_argument("--phased", action="store_true",
+                    help="all our runs, then all of ORT's (see families_vs_ort.py): at 2 threads "
+                    "under --fifo, interleaving pits the two thread pools against each other")
     ap.add_argument("--no-kernels", action="store_true", help="skip the per-kernel sums")
     ap.add_argument("--dynamic", default="",
                     help="BERT lengths for the dynamic-vs-static comparison, e.g. 32,128,512")
@@ -226,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: not in {CACHE}; run benchmarks/export_transformers.py first")
             continue
         for th in (int(t) for t in args.threads.split(",")):
-            row = measure(name, *found, th, args.rounds, args.fifo, not args.no_kernels)
+            row = measure(name, *found, th, args.rounds, args.fifo, not args.no_kernels,
+                          args.phased)
             rows.append(row)
             print(json.dumps({k: (float(f"{v:.4g}") if isinstance(v, float) else v)
                               for k, v in row.items()}), flush=True)
