@@ -155,6 +155,29 @@ def test_dense_packed(llvm_target, m, k, n) -> None:
            {"dense_packed": 1})
 
 
+def test_dense_padded_last_panel_has_no_guard_in_the_main_tiles(llvm_target) -> None:
+    """205 columns in panels of 16: the row tiles stay apart from the panels, so loop
+    partition peels the last (zero-padded) panel and no tile tests its columns (fused, every
+    tile's reduction held the test: GPT-2's 50257-column LM head ran 6x slower)."""
+    from tensorforge import te
+    from tensorforge.ops import nn_blocked
+    from tensorforge.target import Target
+    from tensorforge_llvm import strategies
+
+    a = te.placeholder((64, 16), name="a")
+    wp = te.placeholder((13, 16, 16), name="w")
+    out = nn_blocked.dense_packed(a, wp, units=205)
+    s = strategies.schedule_dense_packed([out], Target.coerce("llvm -num-threads=1"))
+    text = str(tensorforge.lower(s, [a, wp, out]))
+    assert "likely" not in text and "if " not in text
+    f = tensorforge.build(s, [a, wp, out], target=Target.coerce("llvm -num-threads=1"))
+    av = RNG.standard_normal((64, 16)).astype("float32")
+    w = RNG.standard_normal((208, 16)).astype("float32")
+    got = np.zeros((64, 205), "float32")
+    f(av, np.ascontiguousarray(w.reshape(13, 16, 16).transpose(0, 2, 1)), got)
+    np.testing.assert_allclose(got, av @ w[:205].T, rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("which", ["conv", "depthwise", "dense"])
 def test_every_knob_setting_is_correct(llvm_target, which: str) -> None:
     """The templates under non-default configs (what the tuner of issue 6 will try)."""
