@@ -100,7 +100,8 @@ def plan(model: Any, target: Any = None, input_shapes: dict[str, Any] | None = N
 
 
 def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | None = None,
-            opt_level: int = 3, tuning_db: Any = None, progress: Any = None) -> Any:
+            opt_level: int = 3, tuning_db: Any = None, progress: Any = None,
+            shared_params: dict[Any, np.ndarray] | None = None) -> Any:
     """Compile `model` (path, ONNX ModelProto or Graph) for `target`; returns a CompiledModel
     (`run`, `benchmark`, `export`). opt_level 0 disables folding and fusion (one kernel per
     op). `tuning_db` (a path or an `autotune.Database`): each group whose task has records
@@ -110,7 +111,9 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
 
     A dimension of `input_shapes` given as a bounded name (``{"input_ids": (1, "seq<=512")}``)
     makes it dynamic: the result is a `DynamicModel` (`compiler.dynamic`) that runs any size
-    within the bounds."""
+    within the bounds. `shared_params`: a dict kept across compiles (a `DynamicModel`'s
+    specializations): a constant equal (dtype, shape, bytes) to one in it is that array, not
+    a copy."""
     from .dynamic import DynamicModel, split_input_shapes
 
     template, dims = split_input_shapes(input_shapes)
@@ -158,6 +161,8 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     t2 = time.perf_counter()
     p.times.update(lower_s=t1 - t0, build_s=t2 - t1)
     desc, params, derived = describe(p, tgt, how, func_of)
+    if shared_params is not None:
+        params = share_params(params, shared_params)
     desc["opt_level"] = opt_level  # `tforge run --verify` plans the model again with it
     if tuning is not None:
         desc["tuning"] = tuning.summary()
@@ -165,6 +170,23 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
             warnings.warn(tuning.missing_message(), stacklevel=2)
         tuning.close()
     return CompiledModel(module, desc, params, derived=derived)
+
+
+def share_params(params: dict[str, np.ndarray], pool: dict[Any, np.ndarray]
+                 ) -> dict[str, np.ndarray]:
+    """`params` with each array replaced by an equal one of `pool` (same dtype, shape and
+    bytes: a BLAKE2 digest), which learns the others: compiles of one model at several sizes
+    hold one copy of the weights."""
+    import hashlib
+
+    out = {}
+    for key, arr in params.items():
+        a = np.asarray(arr)
+        if not a.flags.c_contiguous:  # (not ascontiguousarray: it makes a 0-d array 1-d)
+            a = a.copy(order="C")
+        fp = (a.dtype.str, a.shape, hashlib.blake2b(a.reshape(-1).view(np.uint8)).digest())
+        out[key] = pool.setdefault(fp, a)
+    return out
 
 
 def _recipe(v: Value, depth: int = 0) -> Any:

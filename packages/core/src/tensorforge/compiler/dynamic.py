@@ -8,7 +8,8 @@ What it does (and what it does not yet): the compiler's graph level is static (e
 has a shape of ints), so a `DynamicModel` is a set of *static specializations* of one
 model: the one at the upper bounds is compiled at once (so a model that cannot take the
 bounds fails at `compile`, and the largest memory plan is known); any other size in the
-bounds is compiled the first time `run` sees it, then cached (`specialize`, `precompile`).
+bounds is compiled the first time `run` sees it, then cached (`specialize`, `precompile`);
+constants equal across specializations (the weights) are held once.
 Sizes outside the bounds, a static dimension that differs, or one name bound to two sizes
 in one call are a clear `InputError` before any work. This is the nearest real thing to the
 issue's symbolic compile (one compile, symbolic loop bounds with guards); what is missing
@@ -88,7 +89,8 @@ class DynamicModel:
                                    "ModelProto (a tensorforge Graph has static shapes)")
         self.model, self.target = model, target
         self.template, self.dims = dict(template), dict(dims)
-        self._compile_args = compile_args
+        # the specializations share their weights (`compile.share_params`)
+        self._compile_args = {**compile_args, "shared_params": {}}
         self._cache: dict[tuple[int, ...], Any] = {}
         self._lock = threading.Lock()
         self.bounds_model = self.specialize(**{n: b.high for n, b in self.dims.items()})
