@@ -56,8 +56,13 @@ class GraphBuilder:
 
     # helpers used by many converters -----------------------------------------------------
     def reshape(self, x: Value, shape: tuple[int, ...]) -> Value:
+        """`x` reshaped (a reshape of a reshape reads the first one's input)."""
         shape = tuple(int(s) for s in shape)
-        return x if tuple(x.shape) == shape else self.emit("reshape", x, shape=shape)
+        if tuple(x.shape) == shape:
+            return x
+        if x.producer is not None and x.producer.op == "reshape" and not x.is_const:
+            return self.reshape(x.producer.inputs[0], shape)
+        return self.emit("reshape", x, shape=shape)
 
     def transpose(self, x: Value, perm: tuple[int, ...]) -> Value:
         """`x` with its axes permuted; a reshape when only axes of size 1 move (the data
