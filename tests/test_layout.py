@@ -15,6 +15,7 @@ PACKAGES = {
     "target-metal": ("tensorforge-target-metal", "tensorforge_metal"),
     "target-vdla": ("tensorforge-target-vdla", "tensorforge_vdla"),
     "frontend-onnx": ("tensorforge-frontend-onnx", "tensorforge_onnx"),
+    "frontend-tensorflow": ("tensorforge-frontend-tensorflow", "tensorforge_tensorflow"),
     "costmodel-xgboost": ("tensorforge-costmodel-xgboost", "tensorforge_xgboost"),
 }
 
@@ -44,7 +45,7 @@ def test_core_extras_name_every_plugin(repo_root):
         "optional-dependencies"]
     plugin_dists = {d for f, (d, _) in PACKAGES.items() if f != "core"}
     assert {r.split("~=")[0] for r in extras["all"]} == plugin_dists
-    for extra in ("llvm", "onnx", "cuda", "opencl", "metal", "vdla", "xgboost"):
+    for extra in ("llvm", "onnx", "tensorflow", "cuda", "opencl", "metal", "vdla", "xgboost"):
         assert len(extras[extra]) == 1 and extras[extra][0].split("~=")[0] in plugin_dists
 
 
