@@ -452,13 +452,14 @@ def run_inspect(args: argparse.Namespace) -> int:
 # -- tforge bench -------------------------------------------------------------------------------
 def add_bench(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="benchmark operators and models against ONNX Runtime, "
-                       "PyTorch and the FMA peak",
+                       "PyTorch, TensorFlow, TF-XLA and the FMA peak",
                        description="Run the benchmark suite (tensorforge.bench): every distinct "
                        "conv2d/depthwise/dense shape of ResNet-18 and MobileNetV2 (GFLOP/s, % of "
-                       "the FMA peak) and whole models at batch 1, each against ONNX Runtime and "
-                       "PyTorch when installed, interleaved in this process. Writes Markdown, "
-                       "JSON and a PNG chart to the results folder and flags ratios that fell by "
-                       "more than 10% from the baseline JSON (default: the previous latest.json).")
+                       "the FMA peak) and whole models at batch 1, each against ONNX Runtime, "
+                       "PyTorch, TensorFlow and TF-XLA when installed, interleaved in this "
+                       "process. Writes Markdown, JSON and a PNG chart to the results folder and "
+                       "flags ratios that fell by more than 10% from the baseline JSON (default: "
+                       "the previous latest.json).")
     p.add_argument("--quick", action="store_true",
                    help="one workload per op kind and the DQN, 1 thread, 5 rounds")
     p.add_argument("--models", help="comma list of models (default: all six; 'none': no models)")
@@ -466,8 +467,10 @@ def add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rounds", type=int, help="interleaved rounds per case (default 15)")
     p.add_argument("--no-ops", action="store_true", help="skip the operator level")
     p.add_argument("--ops-filter", metavar="TEXT", help="only workloads whose name contains TEXT")
-    p.add_argument("--baselines", default="ort,torch",
-                   help="comma list among ort,torch (default both; missing ones are skipped)")
+    p.add_argument("--baselines", default="ort,torch,tf,tf-xla",
+                   help="comma list among ort,torch,tf,tf-xla (default all; missing ones are "
+                   "skipped; TensorFlow runs at the first thread count only: its thread pool "
+                   "is fixed once it starts)")
     p.add_argument("--output", metavar="DIR", help="results folder (default "
                    "benchmarks/results in the repository, else ./tforge-bench-results)")
     p.add_argument("--bench-baseline", metavar="JSON",
@@ -488,9 +491,12 @@ def run_bench(args: argparse.Namespace) -> int:
     models = items(args.models)
     unknown = [m for m in models if m not in ALL_MODELS and m != "none"]
     bases = items(args.baselines)
-    if unknown or not set(bases) <= {"ort", "torch"}:
+    from tensorforge.bench.baselines import BASELINES
+
+    if unknown or not set(bases) <= set(BASELINES):
         raise TensorforgeError(f"unknown model(s) {unknown} (known: {', '.join(ALL_MODELS)})"
-                               if unknown else f"--baselines {args.baselines!r}: use ort, torch")
+                               if unknown else f"--baselines {args.baselines!r}: use "
+                               f"{', '.join(BASELINES)}")
     try:
         threads = tuple(int(t) for t in items(args.threads)) or None
     except ValueError:

@@ -240,18 +240,29 @@ def _graph_def_model(gd: Any, label: str, inputs: Sequence[str] | None,
 
 
 def _sinks(gd: Any) -> list[str]:
-    """Nodes nothing reads that produce a tensor (NoOps, constants and inputs left out)."""
+    """Nodes nothing reads (through data or control edges) that produce a tensor and depend
+    on an input: the graph's results (NoOps, constants and dangling variable reads left out)."""
     from tensorflow.python.framework import op_def_registry
 
-    read = {node_of(i) for n in gd.node for i in data_inputs(n)}
+    read = {node_of(i.lstrip("^")) for n in gd.node for i in n.input}
+    readers: dict[str, list[str]] = {}
+    for n in gd.node:
+        for i in data_inputs(n):
+            readers.setdefault(node_of(i), []).append(n.name)
+    fed = {n.name for n in gd.node if n.op == "Placeholder"}
+    todo = list(fed)
+    while todo:  # everything an input reaches
+        for r in readers.get(todo.pop(), []):
+            if r not in fed:
+                fed.add(r)
+                todo.append(r)
     out = []
     for n in gd.node:
-        if n.name in read or n.op in ("Const", "Placeholder", "NoOp"):
+        if n.name in read or n.name not in fed or n.op in ("Placeholder", "NoOp"):
             continue
         op_def = op_def_registry.get(n.op)
-        if op_def is not None and not op_def.output_arg:
-            continue
-        out.append(n.name)
+        if op_def is None or op_def.output_arg:
+            out.append(n.name)
     return out
 
 
