@@ -86,7 +86,7 @@ def test_corrupt_keras_file(tmp_path: Path) -> None:
         load(bad)
 
 
-def test_unsupported_ops_listed_at_once_with_nodes(tmp_path: Path) -> None:
+def test_unsupported_ops_listed_at_once_with_nodes(tmp_path: Path, tf_frontend: Any) -> None:
     def fn(x: Any) -> Any:
         y = tf.sin(x) + tf.sin(x * 2.0)
         y = tf.math.cumsum(y, axis=1)

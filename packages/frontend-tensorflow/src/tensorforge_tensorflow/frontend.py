@@ -53,13 +53,13 @@ def _unsupported(tfm: TFModel) -> dict[str, list[str]]:
     missing: dict[str, list[str]] = {}
     for n, where in tfm.all_nodes():
         if n.op not in tab and not tfm.has_function(n.op):
-            name = n.name if where == tfm.label else f"{n.name} in {where}"
-            missing.setdefault(n.op, []).append(name)
+            shown = repr(n.name) if where == tfm.label else f"{n.name!r} in {where}"
+            missing.setdefault(n.op, []).append(shown)
     return missing
 
 
 def _nodes(names: list[str]) -> str:
-    shown = ", ".join(repr(x) for x in names[:5])
+    shown = ", ".join(names[:5])
     more = f", ... ({len(names)} in all)" if len(names) > 5 else ""
     return f"node{'s' if len(names) > 1 else ''} {shown}{more}"
 
