@@ -179,3 +179,44 @@ def test_compiled_kernels_match(llvm_target: Any, plugins: Any) -> None:
     out = tensorforge.compile(g, "llvm -num-threads=1").run({g.inputs[0].name: X})
     for a, b in zip(out, ref):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_function_calls_in_an_unfrozen_graph() -> None:
+    """A GraphDef straight from a tf.function keeps its calls: PartitionedCall, a node whose
+    op is the function's name, If with a constant predicate, IdentityN."""
+    from tensorforge_tensorflow import load
+
+    @tf.function
+    def inner(a: Any) -> Any:
+        return tf.nn.relu(a * 2.0 - 1.0)
+
+    def fn(x: Any) -> Any:
+        y = tf.cond(tf.constant(False), lambda: x, lambda: inner(x) + 1.0)
+        return tf.identity_n([y, x])[0]
+
+    x = rand(2, 3)
+    gd = tf.function(fn).get_concrete_function(tf.TensorSpec((2, 3))).graph.as_graph_def()
+    ops = {n.op for n in gd.node} | {n.op for f in gd.library.function for n in f.node_def}
+    assert "PartitionedCall" in ops and {"If", "StatelessIf"} & ops and "IdentityN" in ops
+    ref = fn(tf.constant(x)).numpy()
+    for form in ("call", "op"):
+        if form == "op":  # the same call written as an op named after the function
+            sigs = {f.signature.name: f.signature for f in gd.library.function}
+            for f in gd.library.function:
+                for n in f.node_def:
+                    if n.op not in ("PartitionedCall", "StatefulPartitionedCall"):
+                        continue
+                    n.op = n.attr["f"].func.name
+                    for key in list(n.attr):
+                        del n.attr[key]
+                    # its results are then read by the callee's output names
+                    old_ref = f"{n.name}:output:0"
+                    new_ref = f"{n.name}:{sigs[n.op].output_arg[0].name}:0"
+                    for m in f.node_def:
+                        m.input[:] = [new_ref if i == old_ref else i for i in m.input]
+                    for k, v in f.ret.items():
+                        if v == old_ref:
+                            f.ret[k] = new_ref
+        g = load(gd, outputs=["Identity"])
+        (got,) = run_reference(g, {"x": x})
+        np.testing.assert_allclose(got, ref, rtol=1e-6)

@@ -85,16 +85,12 @@ class TFModel:
     def function(self, name: str) -> FunctionGraph:
         """Library function `name` as a graph (converted once)."""
         if name not in self._functions:
-            from tensorflow.python.framework.function_def_to_graph import (
-                function_def_to_graph_def,
-            )
-
             fdef = next((f for f in self.graph_def.library.function
                          if f.signature.name == name), None)
             if fdef is None:
                 raise ModelFileError(f"{self.label} calls function {name!r}, which its function "
                                      "library does not hold; the graph is incomplete.")
-            gd, nested = function_def_to_graph_def(fdef)
+            gd, nested = self._function_graph_def(fdef)
             args = [a.name for a in fdef.signature.input_arg]
             outs = [tensor_ref(nested.get(fdef.ret[o.name], fdef.ret[o.name]))
                     for o in fdef.signature.output_arg]
@@ -102,6 +98,18 @@ class TFModel:
             self._functions[name] = FunctionGraph(name, needed_nodes(gd.node, outs, label, args),
                                                   args, outs)
         return self._functions[name]
+
+    def _function_graph_def(self, fdef: Any) -> tuple[Any, dict[str, str]]:
+        """TensorFlow's flattening of a FunctionDef, with the library's functions known as
+        ops (a node may call one by naming it as its op)."""
+        from tensorflow.python.framework.function_def_to_graph import function_def_to_graph_def
+
+        tf = import_tensorflow()
+        with tf.Graph().as_default():
+            library = tf.compat.v1.GraphDef()
+            library.library.CopyFrom(self.graph_def.library)
+            tf.graph_util.import_graph_def(library, name="")
+            return function_def_to_graph_def(fdef)
 
     def all_nodes(self) -> list[tuple[Any, str]]:
         """Every node the outputs need, with the graph or function it is in, following calls
