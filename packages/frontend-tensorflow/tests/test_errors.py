@@ -117,6 +117,8 @@ def test_unknown_dims_need_input_shapes(tmp_path: Path) -> None:
     with pytest.raises(DynamicShapeError, match="does not fit"):
         load(model, input_shapes={"seq": (1, 5, 7)})
     with pytest.raises(DynamicShapeError, match=r"names \['sequence'\].*\['seq'\]"):
+        load(model, input_shapes={"sequence": (1, 5, 6)})
+    with pytest.raises(DynamicShapeError, match=r"names \['sequence'\].*\['seq'\]"):
         load(frozen_pb(lambda t: model(t), tf.TensorSpec((None, None, 6), name="seq"),
                        path=tmp_path / "lstm.pb"), input_shapes={"sequence": (1, 5, 6)})
     x = np.random.default_rng(0).standard_normal((2, 5, 6)).astype("float32")

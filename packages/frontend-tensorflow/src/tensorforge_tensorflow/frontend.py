@@ -19,7 +19,7 @@ from .context import Context, Nchw, node_label
 from .dispatch import table
 from .errors import DynamicShapeError, TensorFlowImportError, UnsupportedOpError
 from .graphdef import tensor_ref
-from .loader import TFModel, read_model, static_shape
+from .loader import TFModel, check_input_names, read_model, static_shape
 
 
 def load(model: Any, input_shapes: Mapping[str, Sequence[int]] | None = None,
@@ -81,11 +81,7 @@ def check_supported(tfm: TFModel) -> None:
 # conversion ---------------------------------------------------------------------------------
 def convert(tfm: TFModel, input_shapes: dict[str, Sequence[int]]) -> Graph:
     check_supported(tfm)
-    names = [i.name for i in tfm.inputs]
-    unknown = set(input_shapes) - set(names)
-    if unknown:
-        raise DynamicShapeError(f"input_shapes names {sorted(unknown)}, which {tfm.label} does "
-                                f"not have as inputs; its inputs are {names}.")
+    check_input_names(input_shapes, tfm.inputs, tfm.label)
     g = Graph(_graph_name(tfm.label))
     ctx = Context(g, tfm)
     for spec in tfm.inputs:

@@ -322,6 +322,7 @@ def _trace_keras(model: Any, input_shapes: Mapping[str, Sequence[int]], label: s
     tf = import_tensorflow()
     label = label or f"Keras model {getattr(model, 'name', type(model).__name__)!r}"
     specs = keras_inputs(model, input_shapes, label)
+    check_input_names(input_shapes, specs, label)
     tensor_specs = [tf.TensorSpec(static_shape(s, input_shapes, label, specs), s.dtype,
                                   name=_op_name(s.name)) for s in specs]
     many = len(specs) > 1
@@ -370,6 +371,15 @@ def keras_inputs(model: Any, input_shapes: Mapping[str, Sequence[int]], label: s
         dtype = getattr(t.dtype, "name", None) or str(t.dtype)
         specs.append(InputSpec(str(getattr(t, "name", "input")).split(":")[0], shape, dtype))
     return specs
+
+
+def check_input_names(input_shapes: Mapping[str, Sequence[int]], specs: Sequence[InputSpec],
+                      label: str) -> None:
+    names = [s.name for s in specs]
+    unknown = set(input_shapes) - set(names)
+    if unknown:
+        raise DynamicShapeError(f"input_shapes names {sorted(unknown)}, which {label} does "
+                                f"not have as inputs; its inputs are {names}.")
 
 
 def static_shape(spec: InputSpec, input_shapes: Mapping[str, Sequence[int]], label: str,
