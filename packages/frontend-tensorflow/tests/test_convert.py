@@ -94,6 +94,7 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[np.ndarray, ...]]] = {
     "strided_slices": (lambda x: [x[0, 1:-1:2, ::-2], x[..., 1], x[:, None, 2:, ..., :3],
                                   conv(x)[:, ::3, 1:, 1:2], x[-1]], (X,)),
     "slice": (lambda x: tf.slice(x, [0, 1, 2, 0], [1, -1, 3, 2]), (X,)),
+    "reverse": (lambda x: [tf.reverse(x, [1, -1]), tf.reverse(conv(x), [3])], (X,)),
     "transposes": (lambda x: [tf.transpose(conv(x), [0, 3, 1, 2]), tf.transpose(x, [2, 0, 3, 1])],
                    (X,)),
     "shape_fill_range": (lambda x: [tf.fill(tf.shape(x)[1:3], 2.5) + x[0, :, :, 0],
@@ -220,3 +221,14 @@ def test_function_calls_in_an_unfrozen_graph() -> None:
         g = load(gd, outputs=["Identity"])
         (got,) = run_reference(g, {"x": x})
         np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+def test_bidirectional_lstm() -> None:
+    """Keras' Bidirectional runs its backward LSTM on the reversed sequence (ReverseV2)."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((6, 5))
+    y = keras.layers.Bidirectional(keras.layers.LSTM(4, return_sequences=True))(inputs)
+    model = keras.Model(inputs, keras.layers.GRU(3, go_backwards=True)(y))
+    check(lambda t: model(t, training=False), rand(1, 6, 5), rtol=1e-4)

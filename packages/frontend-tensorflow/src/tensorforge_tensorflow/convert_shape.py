@@ -1,6 +1,6 @@
 """Converters for shapes and data movement: Reshape, Squeeze, ExpandDims, ConcatV2, Split,
-Pack, Unpack, StridedSlice, Slice, Transpose, Pad, GatherV2 and the shape computations Shape,
-Fill, Range, ZerosLike that fold to constants at import.
+Pack, Unpack, StridedSlice, Slice, ReverseV2, Transpose, Pad, GatherV2 and the shape
+computations Shape, Fill, Range, ZerosLike that fold to constants at import.
 
 Concat, Split and Pad on an NCHW-stored NHWC tensor remap their axis and stay NCHW; Transpose
 composes its permutation with the layout's (no extra transpose); shape-sensitive ops (Reshape,
@@ -201,6 +201,14 @@ def slice_(ctx: Context, node: Any) -> list[Entry]:
     size = [int(v) for v in np.asarray(ctx.const(node, 2, "size")).reshape(-1)]
     plan = [(b, 1, n - b if s == -1 else s) for b, s, n in zip(begin, size, x.shape)]
     return [_slice(ctx, node, x, plan, tuple(p[2] for p in plan))]
+
+
+@converter("ReverseV2")
+def reverse(ctx: Context, node: Any) -> list[Entry]:
+    x = ctx.value(node, 0)
+    axes = {int(a) % len(x.shape) for a in np.asarray(ctx.const(node, 1, "axis")).reshape(-1)}
+    plan = [(n - 1, -1, n) if d in axes else (0, 1, n) for d, n in enumerate(x.shape)]
+    return [_slice(ctx, node, x, plan, tuple(x.shape))]
 
 
 @converter("Transpose")
