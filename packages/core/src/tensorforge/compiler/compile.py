@@ -172,9 +172,12 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     # unrolled LSTM repeats the same cell dozens of times
     func_of: dict[str, str] = {}
     by_key: dict[Any, str] = {}
-    keys = [workload_key(grp) for grp in p.groups]
+    keys = [workload_key(grp) for grp in p.groups if not grp.view]
     progress.stage("lowering", len(set(keys)), "kernel")
-    for grp, key in zip(p.groups, keys):
+    for grp in p.groups:
+        if grp.view:  # a zero-copy concat: its parts are written in place, no kernel
+            continue
+        key = workload_key(grp)
         if key in by_key:
             func_of[grp.name] = by_key[key]
             how[grp.name] = how[by_key[key]]
@@ -268,6 +271,8 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
             # buffers hold narrow types (bfloat16, float8 ...) as their stored bits
             entry = {"name": v.name, "shape": list(v.shape), "dtype": storage_dtype(v.dtype),
                      "kind": kind, "storage": p.memory.storage_of.get(v)}
+            if p.memory.offset_of.get(v):
+                entry["offset"] = p.memory.offset_of[v]
             if kind == "const":
                 entry["param"] = f"p{len(params)}"
                 params[entry["param"]] = v.const.view(entry["dtype"]) if \
@@ -281,6 +286,10 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
         ref(v)
     kernels = []
     for grp in p.groups:
+        if grp.view:
+            for v in group_args(grp):
+                ref(v)
+            continue
         kernels.append({"name": (func_of or {}).get(grp.name, grp.name), "group": grp.name,
                         "args": [ref(v) for v in group_args(grp)],
                         "outputs": len(grp.outputs), "ops": [n.op for n in grp.nodes],
@@ -298,6 +307,8 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
         "kernels": kernels,
         "memory": {"planned_bytes": p.memory.planned_bytes,
                    "unplanned_bytes": p.memory.unplanned_bytes(),
+                   "concat_copy_bytes": p.memory.concat_copy_bytes,
+                   "concat_view_bytes": p.memory.concat_view_bytes,
                    "params_bytes": int(sum(a.nbytes for a in params.values()))},
         "times": {k: round(v, 4) for k, v in p.times.items()},
     }

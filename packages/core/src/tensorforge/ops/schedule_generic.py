@@ -5,9 +5,10 @@ its elementwise epilogue, or an injective chain) and returns a Schedule:
 
 - every injective/elementwise intermediate stage is inlined into its reader, except the padding
   stage of a convolution, which is computed once at root (a guarded load in the innermost loop
-  would defeat vectorization), and stages tagged `materialize` (a chain of stages each read
+  would defeat vectorization), stages tagged `materialize` (a chain of stages each read
   by all later ones, like non_max_suppression's greedy decisions: inlined, the expression
-  would double with every stage);
+  would double with every stage), and stages tagged `injective_root` (a separable resize's
+  first pass: inlined, its gathers would run once per output instead of once per input row);
 - the output stage's outer data-parallel axes are fused into one loop, parallel when the target
   runs more than one thread (`-num-threads` 0 or > 1);
 - the innermost axis is vectorized when its extent is a multiple of the lane count (or split by
@@ -117,6 +118,8 @@ def schedule_generic(outs: list[Tensor] | Tensor, target: Any = None) -> Any:
             _schedule_root(st, lanes, parallel)  # conv padding, stages read many times
         elif "index_check" in _tags(st.op):
             _schedule_root(st, lanes, parallel)  # a scatter's checked indices: once each
+        elif "injective_root" in _tags(st.op):  # computed once (a separable resize's rows)
+            _schedule_root(st, lanes, parallel)
         else:
             st.compute_inline()
     if master is None:

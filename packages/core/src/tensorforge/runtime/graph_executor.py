@@ -4,9 +4,10 @@ It imports numpy, ctypes (through the runtime module) and nothing of the compile
 exported model runs after `tensorforge.load` without llvmlite, onnx, or tensorforge's IR.
 
 Memory: the memory plan gives one 64-byte aligned byte pool per storage; every intermediate
-value is a typed view at the start of its storage. One *arena* holds one call's pools, its
-input and output buffers and every kernel's bound argument pointers; constants are shared by
-all arenas, read-only, and held once (`CompiledModel.params` is the executor's arrays).
+value is a typed view at its offset in its storage (0, or its slice of a zero-copy concat).
+One *arena* holds one call's pools, its input and output buffers and every kernel's bound
+argument pointers; constants are shared by all arenas, read-only, and held once
+(`CompiledModel.params` is the executor's arrays).
 
 Concurrency: `run`, `benchmark` and `profile` take an arena from a bounded pool
 (`runtime.arena.ArenaPool`) for the length of the call, so any number of threads may call one
@@ -218,7 +219,8 @@ class GraphExecutor:
                 arr = self.consts[i]
             elif v["kind"] == "intermediate":
                 nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-                arr = pools[v["storage"]][:nbytes].view(dtype).reshape(shape)
+                off = int(v.get("offset", 0))  # a part of a zero-copy concat
+                arr = pools[v["storage"]][off:off + nbytes].view(dtype).reshape(shape)
             else:
                 arr = aligned_empty(shape, dtype)
             arrays.append(arr)

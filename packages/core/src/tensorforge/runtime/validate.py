@@ -99,8 +99,12 @@ def check_description(desc: Mapping[str, Any], params: Mapping[str, np.ndarray])
             _fail(where, f"has kind {kind!r} (expected one of {', '.join(_KINDS)})")
         if kind == "intermediate":
             s = _index(where, v.get("storage"), len(storages))
-            if nbytes > storages[s]:
-                _fail(where, f"needs {nbytes} bytes but its storage {s} has {storages[s]}")
+            off = v.get("offset", 0)  # a part of a zero-copy concat
+            if not isinstance(off, int) or isinstance(off, bool) or off < 0:
+                _fail(where, f"has offset {off!r}")
+            if off + nbytes > storages[s]:
+                at = f" at offset {off}" if off else ""
+                _fail(where, f"needs {nbytes} bytes{at} but its storage {s} has {storages[s]}")
         elif kind == "const":
             key = v.get("param")
             arr = params.get(key) if isinstance(key, str) else None

@@ -52,6 +52,8 @@ _UNARY: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
         lambda x, at: x * te.min_expr(te.max_expr(x * _f(x, 1 / 6) + _f(x, 0.5), _f(x, 0)),
                                       _f(x, 1)),
     ),
+    # x * sigmoid(x) (SiLU, swish): what `combine_swish` makes of Mul(x, Sigmoid(x))
+    "silu": (lambda a, at: a / (1 + np.exp(-a)), lambda x, at: x * te.sigmoid(x)),
 }
 
 

@@ -138,6 +138,20 @@ def _compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
 
         return [te.compute(out[0][0], fn, name="resize_nearest", tag="injective")]
 
+    if len(dims) >= 2:  # separable: the last resized axis first, at the input's other sizes
+        last = dims[-1]
+        mid_shape = tuple(at["size"][d] if d == last else shape[d] for d in range(len(shape)))
+        mid = te.compute(mid_shape, _lerp(x, [last], src, clamp), name="resize_linear_rows",
+                         tag="injective_root")
+        return [te.compute(out[0][0], _lerp(mid, dims[:-1], src, clamp, x.dtype),
+                           name="resize_linear", tag="injective")]
+    return [te.compute(out[0][0], _lerp(x, dims, src, clamp, x.dtype), name="resize_linear",
+                       tag="injective")]
+
+
+def _lerp(x: Any, dims: list[int], src: Any, clamp: Any, out_dtype: str = "float32") -> Any:
+    """Linear interpolation of `x` along `dims` (the sum over the 2^len(dims) corners)."""
+
     def fl(*i: Any) -> Any:
         lo, hi, w = {}, {}, {}
         for d in dims:
@@ -156,9 +170,9 @@ def _compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
             v = te.cast(x[tuple(ii)], "float32")
             v = v if wc is None else wc * v
             acc = v if acc is None else acc + v
-        return te.cast(acc, x.dtype)
+        return te.cast(acc, out_dtype)
 
-    return [te.compute(out[0][0], fl, name="resize_linear", tag="injective")]
+    return fl
 
 
 register_op("resize", OpPattern.INJECTIVE, lambda types, at: [(tuple(at["size"]), types[0][1])],

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from ...pass_infra import PassSwitches, run_named_passes
 from ..ir import Graph
+from .activations import combine_swish
 from .fold import fold_batch_norm, fold_constants
 from .index_ranges import annotate_index_ranges
 from .layout import layout_transform, run_plugin_passes
@@ -55,6 +56,7 @@ def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[s
                                              stage="graph.before_fusion")),
             ("fold_batch_norm", fold_batch_norm),
             ("fold_constants", fold_constants),
+            ("combine_swish", combine_swish),
             ("eliminate_common_subexpr", eliminate_common_subexpr),
             ("sink_reshape_past_bias", sink_reshape_past_bias),
         ]
