@@ -16,7 +16,8 @@ import pytest
 from tensorforge.bench import report
 
 pytest.importorskip("onnxruntime")
-pytest.importorskip("tensorflow")
+pytest.importorskip("tensorflow",
+                    reason="no TensorFlow here (pip install tensorflow-cpu)")
 
 
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "lstm_lm", "dqn", "dcgan",

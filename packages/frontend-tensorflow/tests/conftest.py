@@ -16,7 +16,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 @pytest.fixture(scope="session")
 def saved_models(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Any]:
     """`saved_models(name)`: the case of BUILDERS[name], made once per session."""
-    pytest.importorskip("tensorflow")
+    pytest.importorskip("tensorflow",
+                        reason="no TensorFlow here (pip install tensorflow-cpu)")
     from tensorforge_tensorflow.testing import BUILDERS, SavedModelCase, save_forms
 
     cache: dict[str, SavedModelCase] = {}

@@ -13,7 +13,8 @@ import pytest
 import tensorforge
 from tensorforge.graph import run_reference
 
-tf = pytest.importorskip("tensorflow")
+tf = pytest.importorskip("tensorflow",
+                         reason="no TensorFlow here (pip install tensorflow-cpu)")
 
 from tensorforge_tensorflow.testing import import_function  # noqa: E402
 

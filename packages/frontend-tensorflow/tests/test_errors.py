@@ -14,7 +14,8 @@ import pytest
 
 from tensorforge.cli import inspect_report
 
-tf = pytest.importorskip("tensorflow")
+tf = pytest.importorskip("tensorflow",
+                         reason="no TensorFlow here (pip install tensorflow-cpu)")
 
 import keras  # noqa: E402
 

@@ -15,7 +15,8 @@ import tensorforge
 from tensorforge.cli import main as tforge
 from tensorforge.graph.passes import optimize
 
-pytest.importorskip("tensorflow")
+pytest.importorskip("tensorflow",
+                    reason="no TensorFlow here (pip install tensorflow-cpu)")
 
 from tensorforge_tensorflow import load  # noqa: E402
 from tensorforge_tensorflow.testing import assert_close, resnet50  # noqa: E402

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,11 +26,12 @@ Shape = tuple[int | None, ...] | None
 
 
 def import_tensorflow() -> Any:
-    """`tensorflow`, imported quietly (TF_CPP_MIN_LOG_LEVEL=2), or a clear error."""
-    if "tensorflow" not in sys.modules:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    """`tensorflow`, imported quietly (TF_CPP_MIN_LOG_LEVEL=2, its load-time notes discarded),
+    or a clear error."""
+    from tensorforge.quiet_import import import_quietly
+
     try:
-        import tensorflow as tf
+        tf = import_quietly("tensorflow")
     except ImportError as e:
         raise TensorFlowMissingError(
             f"reading TensorFlow and Keras models needs TensorFlow, which is not installed "

@@ -84,10 +84,9 @@ def torch_model_runner(model: Any, inputs: dict[str, np.ndarray]
 def tf_threads(threads: int) -> str | None:
     """Set TensorFlow's thread pools to `threads` (intra-op; inter-op 1). TensorFlow fixes
     them when its runtime starts, so a later count cannot be set: returns why not."""
-    import os
+    from ..quiet_import import import_quietly
 
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
+    tf = import_quietly("tensorflow")
 
     cfg = tf.config.threading
     if cfg.get_intra_op_parallelism_threads() == threads:

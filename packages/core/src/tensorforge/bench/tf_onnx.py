@@ -66,8 +66,11 @@ class TfOnnxModel:
     """`TfOnnxModel(onnx_model).runner(inputs, xla)() -> list of numpy outputs (NCHW)`."""
 
     def __init__(self, model: Any):
-        import tensorflow as tf
         from onnx import numpy_helper
+
+        from ..quiet_import import import_quietly
+
+        tf = import_quietly("tensorflow")
 
         self.tf = tf
         g = model.graph
