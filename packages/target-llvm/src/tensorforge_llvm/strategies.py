@@ -251,7 +251,10 @@ def schedule_dense_packed(outs: list[Tensor] | Tensor, target: Any = None,
     lanes = _lanes(target)
     m_ext, k_ext = _ext(out.op.axis[0]), _ext(mm.op.reduce_axis[0])
     vecs = max(1, bn // lanes)
-    panels = -(-_ext(out.op.axis[1]) // bn)  # the last one zero-padded when N % bn
+    # the weight's panels (the last zero-padded when N % bn; a wide one padded to a panel
+    # count that tiles, `layout_nchwc.RAGGED_PANEL_ROUND`): a tile of panels never reads
+    # past them, and the columns past N are computed but not stored
+    panels = int(weight.shape[0].value)
     mr, nt = _dense_tile(m_ext, panels, vecs, register_file(target))
     cfg.define_split("tile_m", m_ext, 2, policy="candidate",
                      candidates=_tile_candidates(m_ext, mr, 16), default=(-1, mr))
