@@ -10,7 +10,9 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from tensorforge.errors import TensorforgeError
 from tensorforge.graph import Graph, Value, get_op
+from tensorforge.graph.ir import checked_types, infer_node
 
 from .errors import DynamicShapeError, UnsupportedAttributeError
 
@@ -93,8 +95,13 @@ class Context:
         attrs = dict(attrs or {})
         if inputs and all(v.is_const for v in inputs):
             d = get_op(op)
-            types = d.infer([(v.shape, v.dtype) for v in inputs], attrs)
-            res = d.reference([v.const for v in inputs], attrs)
+            what = f"{op} (folded at import) of {self._name('')!r}"
+            types = checked_types(infer_node(d, inputs, attrs, what), what)
+            try:
+                res = d.reference([v.const for v in inputs], attrs)
+            except Exception as e:  # noqa: BLE001 - numpy on constants the inference allowed
+                raise TensorforgeError(f"{what} could not be evaluated on its constant "
+                                       f"inputs ({type(e).__name__}: {e})") from e
             return [self.constant(np.asarray(r).astype(dt).reshape(shape), op)
                     for r, (shape, dt) in zip(res, types)]
         outs = self.g.add_node(op, inputs, attrs, name=self._name(op))

@@ -9,8 +9,9 @@ import onnx
 
 from tensorforge.graph import Value
 
-from .context import Context, np_dtype
+from .context import Context, node_label, np_dtype
 from .dispatch import converter
+from .errors import InvalidModelError
 
 Node = onnx.NodeProto
 
@@ -110,6 +111,10 @@ def clip(ctx: Context, node: Node) -> list[Value]:
         lo, hi = at.get("min", _bound(x.dtype, True)), at.get("max", _bound(x.dtype, False))
         return [ctx.emit("clip", x, min=lo, max=hi)]
     mn, mx = ctx.get(node, 1), ctx.get(node, 2)
+    for bound in (mn, mx):
+        if bound is not None and bound.size != 1:
+            raise InvalidModelError(f"{node_label(node)} in {ctx.model_label}: min and max "
+                                    f"must be scalars, got shape {list(bound.shape)}")
     if (mn is None or mn.is_const) and (mx is None or mx.is_const):
         lo = _bound(x.dtype, True) if mn is None else mn.const.item()
         hi = _bound(x.dtype, False) if mx is None else mx.const.item()

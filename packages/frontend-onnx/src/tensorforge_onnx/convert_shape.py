@@ -11,8 +11,9 @@ import onnx
 
 from tensorforge.graph import Value
 
-from .context import Context
+from .context import Context, node_label
 from .dispatch import converter
+from .errors import InvalidModelError
 
 Node = onnx.NodeProto
 
@@ -275,6 +276,9 @@ def _resize_common(ctx: Context, node: Node, x: Value, scales: list[float] | Non
                 full_sizes[a] = sizes[i]
                 full_scales[a] = sizes[i] / x.shape[a]
     elif scales is not None:
+        if not all(np.isfinite(sc) and sc > 0 for sc in scales):
+            raise InvalidModelError(f"{node_label(node)} in {ctx.model_label}: scales "
+                                    f"{list(scales)} must be positive and finite")
         for i, a in enumerate(axes):
             full_scales[a] = float(np.float32(scales[i]))
             full_sizes[a] = int(np.floor(x.shape[a] * full_scales[a]))

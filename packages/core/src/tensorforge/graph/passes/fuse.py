@@ -19,6 +19,13 @@ its outputs (an LSTM cell's gate split, nonlinearities and state update, then ta
 when no cycle results: one kernel per step, the product materialized inside it, the cell
 state and hidden state its outputs.
 
+A group holds at most `MAX_FUSED_NODES` nodes (TVM's `max_depth`, there 256): a kernel's
+expressions nest as deep as its chain of inlined ops, and the loop-IR passes walk them
+recursively (a 5,000-op elementwise chain in one kernel overflowed Python's stack). Longer
+chains become several kernels, which identical workloads then share. A group also stops
+where inlining would make an expression read its inputs more than `MAX_INLINE_SIZE` times
+(ops that read their input twice double it: see `inline_size.py`).
+
 With `enabled=False` (opt-level 0) every node is its own group.
 """
 
@@ -29,11 +36,13 @@ from ...naming import c_identifier
 from ..groups import FusedGroup
 from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
+from .inline_size import MAX_INLINE_SIZE, input_reads
 
 _EW = OpPattern.BROADCAST
 _INJ = OpPattern.INJECTIVE
 EPILOGUE_MAX_ROWS = 8  # dense products with more rows keep their epilogues separate
 _EPILOGUE_MASTERS = ("dense_packed",)
+MAX_FUSED_NODES = 64  # real models' largest groups hold 14 (an LSTM cell step)
 
 
 class _Group:
@@ -57,7 +66,8 @@ class _Group:
 
     def accepts(self, n: Node, pattern: OpPattern) -> bool:
         gp = self.pattern
-        if pattern >= OpPattern.OUT_ELEMWISE_FUSABLE or gp == OpPattern.OPAQUE:
+        if (pattern >= OpPattern.OUT_ELEMWISE_FUSABLE or gp == OpPattern.OPAQUE
+                or len(self.nodes) >= MAX_FUSED_NODES):
             return False
         same_shape = all(o.shape == self.master.outputs[0].shape for o in n.outputs)
         if gp in (OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.COMM_REDUCE):
@@ -79,6 +89,7 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
     graph_outputs = {id(v) for v in g.outputs}
     group_of: dict[int, _Group] = {}  # id(node) -> group
     groups: list[_Group] = []
+    size: dict[int, int] = {}  # id(node) -> reads of its group's inputs, inlined
     for n in g.nodes:
         pattern = get_op(n.op).pattern
         joined = None
@@ -90,9 +101,11 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
                 if any(c is not n for c in consumers.get(v, [])):
                     continue
                 grp = group_of[id(p)]
-                if grp.accepts(n, pattern) and not _makes_cycle(grp, n, group_of):
+                if (grp.accepts(n, pattern) and not _makes_cycle(grp, n, group_of)
+                        and _inline_size(n, grp, group_of, size) <= MAX_INLINE_SIZE):
                     joined = grp
                     break
+        size[id(n)] = _inline_size(n, joined, group_of, size) if joined is not None else 1
         if joined is None:
             joined = _Group(n, pattern)
             groups.append(joined)
@@ -128,6 +141,8 @@ def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group]
                     continue
                 if grp not in other.deps or len(other.deps) > 3:
                     continue  # not a reader of grp, or a gather of many (a concat of steps)
+                if len(grp.nodes) + len(other.nodes) > MAX_FUSED_NODES:
+                    continue
                 if any(d is not grp and d.reaches(grp) for d in other.deps):
                     continue  # it also reads something computed from grp: a cycle
                 grp.nodes = sorted(grp.nodes + other.nodes, key=lambda n: order[id(n)])
@@ -142,6 +157,19 @@ def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group]
                 merged.add(other)
                 changed = True
     return [grp for grp in groups if grp not in merged]
+
+
+def _inline_size(n: Node, grp: _Group, group_of: dict[int, _Group],
+                 size: dict[int, int]) -> int:
+    """Reads of group inputs one element of `n` makes once its producers in `grp` are
+    inlined into it (see `inline_size`); reductions and tiled masters are materialized."""
+    total = 0
+    for v, reads in zip(n.inputs, input_reads(n)):
+        p = v.producer
+        inlined = (p is not None and group_of.get(id(p)) is grp
+                   and get_op(p.op).pattern < OpPattern.COMM_REDUCE)
+        total += reads * (size.get(id(p), 1) if inlined else 1)
+    return max(total, 1)
 
 
 def _makes_cycle(grp: _Group, n: Node, group_of: dict[int, _Group]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..groups import FusedGroup, MemoryPlan
 from ..ir import Graph, Value
+from ..limits import check_total_bytes
 
 ALIGN = 64  # bytes; storages are rounded up so every view starts aligned
 
@@ -39,6 +40,9 @@ def plan_memory(g: Graph, groups: list[FusedGroup], reuse: bool = True) -> Memor
         dead += [v for v in grp.outputs if v in plan.storage_of and id(v) not in last_use]
         for v in dead:
             free.append(plan.storage_of[v])
+    io = sum(v.nbytes for v in (*g.inputs, *g.outputs) if not v.is_const)
+    check_total_bytes(plan.planned_bytes + io, f"graph {g.name!r}: its intermediate buffers "
+                      f"({plan.planned_bytes} bytes planned) with its inputs and outputs")
     return plan
 
 
