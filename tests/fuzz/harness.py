@@ -52,6 +52,22 @@ def _rnn_nan(cat: str, detail: str, plan: dict[str, Any]) -> bool:
             and plan.get("seed") == "lstm_step")
 
 
+def _special_values(cat: str, detail: str, plan: dict[str, Any]) -> bool:
+    """A mismatch in a case that put NaN, an infinity or 1e30 into the model."""
+    if cat != "mismatch":
+        return False
+    for mut in plan.get("mutations", []):
+        if mut.get("kind") in ("nan", "inf", "-inf", "huge"):
+            return True
+        values = [mut.get("value")]
+        if isinstance(mut.get("value"), (list, tuple)):
+            values = list(mut["value"])
+        for v in values:
+            if isinstance(v, float) and (v != v or abs(v) >= 1e30):
+                return True
+    return False
+
+
 #: Known differences that are not this fuzzer's owner's to fix: an open issue with the branch
 #: that fixes it, or a deviation of the reference itself. Remove an entry when its fix is
 #: merged (the CI test then fails if the problem is still there).
@@ -64,6 +80,9 @@ KNOWN_ISSUES: list[KnownIssue] = [
                "and tanh clamp the input); ours propagates the NaN, as its own Sigmoid and "
                "Tanh ops do", "a deviation of the reference; issue 12 IEEE semantics decides",
                _rnn_nan),
+    KnownIssue("NaN/infinity handling where a case injected NaN, +-inf or 1e30 (reductions "
+               "and max/min with NaN, inf - inf)", "issue 12, IEEE semantics (branch "
+               "semantics)", _special_values),
 ]
 
 
@@ -115,6 +134,7 @@ def draw(strategy: Any, case_seed: int) -> dict[str, Any]:
     from hypothesis import seed as hseed
 
     got: list[dict[str, Any]] = []
+    _without_local_constants()
 
     @settings(max_examples=3, database=None, phases=[Phase.generate], deadline=None,
               suppress_health_check=list(HealthCheck))
@@ -125,6 +145,19 @@ def draw(strategy: Any, case_seed: int) -> dict[str, Any]:
 
     collect()
     return got[-1]
+
+
+def _without_local_constants() -> None:
+    """Hypothesis mixes literals from the source of every loaded local module into what it
+    draws, so the same seed drew different cases in processes that had imported different
+    modules (a worker after its first compile, the parent). Without that pool the draw
+    depends on the seed alone. (An internal of hypothesis 6.1xx; without it, nothing to do.)"""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover
+        return
+    if hasattr(providers, "_get_local_constants") and hasattr(providers, "Constants"):
+        providers._get_local_constants = providers.Constants
 
 
 # -- comparing outputs -------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from onnx import helper, numpy_helper, shape_inference
 
 from .context import node_label
 from .errors import InvalidModelError
+from .validate_rules import check_rules
 
 __all__ = ["MAX_OPSET", "check_text", "check_versions", "initializer_arrays", "validate_model"]
 
@@ -163,6 +164,9 @@ def sorted_nodes(m: onnx.ModelProto, label: str) -> list[onnx.NodeProto]:
                 raise InvalidModelError(
                     f"{_node_name(n)} in {label} reads {i!r}, which no node, graph input or "
                     f"initializer produces (a dangling input). {_HINT}")
+    if not len(m.graph.output):
+        raise InvalidModelError(f"{label} has no graph outputs, so it computes nothing. "
+                                f"{_HINT}")
     for o in m.graph.output:
         if o.name not in made:
             raise InvalidModelError(f"graph output {o.name!r} of {label} is not produced by "
@@ -239,9 +243,11 @@ def _check_window_attrs(n: onnx.NodeProto, label: str) -> None:
 
 
 def check_types(m: onnx.ModelProto, nodes: list[onnx.NodeProto],
-                arrays: dict[str, np.ndarray], label: str) -> None:
+                arrays: dict[str, np.ndarray], label: str
+                ) -> dict[str, tuple[int | None, ...] | None]:
     """ONNX's strict type and shape inference over a copy holding the sorted nodes, the
-    declared inputs and the small initializers (large ones become typed inputs)."""
+    declared inputs and the small initializers (large ones become typed inputs). Returns
+    every value's shape as inferred (None: unknown; a dim is None when symbolic)."""
     g = m.graph
     inputs = list(g.input)
     declared = {vi.name for vi in inputs}
@@ -251,18 +257,38 @@ def check_types(m: onnx.ModelProto, nodes: list[onnx.NodeProto],
             inits.append(t)
         elif t.name not in declared:
             inputs.append(helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
-    outputs = [helper.make_value_info(o.name, onnx.TypeProto()) for o in g.output]
+    made = {o for n in nodes for o in n.output}
+    # outputs with their declared element types but not their shapes (exporters write stale
+    # shapes and ONNX Runtime only warns; a wrong type it refuses), and only those nodes make
+    # (an output that is also an input hides the whole check)
+    outputs = [_output_type(o) for o in g.output if o.name in made]
     light = helper.make_graph(nodes, g.name or "main", inputs, outputs, inits)
     copy = helper.make_model(light, opset_imports=list(m.opset_import),
                              ir_version=max(m.ir_version, 4))
     copy.functions.extend(m.functions)
     try:
-        shape_inference.infer_shapes(copy, check_type=True, strict_mode=True)
+        inferred = shape_inference.infer_shapes(copy, check_type=True, strict_mode=True)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError,
             RuntimeError, ValueError) as e:
         msg = " ".join(str(e).split())
         raise InvalidModelError(f"{label} is not valid ONNX: type and shape inference fails: "
                                 f"{msg[:1500]}. {_HINT}") from None
+    shapes: dict[str, tuple[int | None, ...] | None] = {
+        name: tuple(int(d) for d in arr.shape) for name, arr in arrays.items()}
+    ig = inferred.graph
+    for vi in (*ig.input, *ig.value_info, *ig.output):
+        tt = vi.type.tensor_type
+        shapes.setdefault(vi.name, tuple(
+            d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+            if vi.type.HasField("tensor_type") and tt.HasField("shape") else None)
+    return shapes
+
+
+def _output_type(vi: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
+    elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
+    if elem:
+        return helper.make_tensor_value_info(vi.name, elem, None)
+    return helper.make_value_info(vi.name, onnx.TypeProto())
 
 
 def validate_model(m: onnx.ModelProto, label: str
@@ -272,5 +298,6 @@ def validate_model(m: onnx.ModelProto, label: str
     arrays = initializer_arrays(m, label)
     nodes = sorted_nodes(m, label)
     check_schemas(m, nodes, label)
-    check_types(m, nodes, arrays, label)
+    shapes = check_types(m, nodes, arrays, label)
+    check_rules(nodes, lambda name: shapes.get(name), label)
     return nodes, arrays
