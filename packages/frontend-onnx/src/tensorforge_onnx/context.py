@@ -13,6 +13,7 @@ from onnx import helper, numpy_helper
 from tensorforge.errors import TensorforgeError
 from tensorforge.graph import Graph, Value, get_op
 from tensorforge.graph.ir import checked_types, infer_node
+from tensorforge.graph.limits import check_tensor_bytes
 
 from .errors import DynamicShapeError, UnsupportedAttributeError
 
@@ -84,6 +85,14 @@ class Context:
         n = self.node
         base = (n.name or n.output[0]) if n is not None else "const"
         return f"{base}:{suffix}" if suffix else base
+
+    def check_size(self, shape: Any, dtype: Any, what: str) -> tuple[int, ...]:
+        """`shape` as ints, after checking that a `dtype` tensor of it may be allocated
+        (`tensorforge.graph.limits`): call before making a constant with numpy."""
+        shape = tuple(int(d) for d in shape)
+        check_tensor_bytes(shape, np.dtype(dtype).itemsize,
+                           f"{what} of {node_label(self.node) if self.node else 'a constant'}")
+        return shape
 
     def constant(self, array: Any, name: str = "", dtype: str | None = None) -> Value:
         v = self.g.add_const(self._name(name or "const"), np.asarray(array, dtype=dtype))

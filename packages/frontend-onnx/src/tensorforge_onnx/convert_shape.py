@@ -45,8 +45,8 @@ def constant(ctx: Context, node: Node) -> list[Value]:
 
 @converter("ConstantOfShape", versions=(9, 25))
 def constant_of_shape(ctx: Context, node: Node) -> list[Value]:
-    shape = _ints(ctx.const(node, 0, "shape"))
     val = ctx.attrs(node).get("value", np.zeros(1, dtype="float32"))
+    shape = ctx.check_size(_ints(ctx.const(node, 0, "shape")), np.asarray(val).dtype, "the value")
     return [ctx.constant(np.full(shape, np.asarray(val).reshape(-1)[0],
                                  dtype=np.asarray(val).dtype), "value")]
 
@@ -70,7 +70,11 @@ def size(ctx: Context, node: Node) -> list[Value]:
 def range_(ctx: Context, node: Node) -> list[Value]:
     start, limit, delta = (ctx.const(node, i, n) for i, n in
                            enumerate(("start", "limit", "delta")))
-    n = max(int(np.ceil((limit - start) / delta)), 0)
+    if not np.all(np.isfinite([start, limit, delta])) or delta == 0:
+        raise InvalidModelError(f"{node_label(node)} in {ctx.model_label}: start, limit and "
+                                "delta must be finite and delta not 0")
+    n = ctx.check_size([max(int(np.ceil((limit - start) / delta)), 0)], start.dtype,
+                       "the range")[0]
     return [ctx.constant((start + delta * np.arange(n)).astype(start.dtype), "range")]
 
 

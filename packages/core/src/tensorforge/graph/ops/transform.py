@@ -92,16 +92,34 @@ def _concat_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[A
         ext = t.shape[axis]
         acc += ext.value if isinstance(ext, IntImm) else int(ext)
 
-    def f(*i):  # type: ignore[no-untyped-def]
+    def load(k: int, i: tuple[Any, ...]) -> Any:
+        idx = list(i)
+        idx[axis] = i[axis] - offsets[k]
+        return ins[k][tuple(idx)]
+
+    def chain(*i):  # type: ignore[no-untyped-def]
         val = None
-        for t, off in zip(ins, offsets):  # later inputs win from their offset on
-            idx = list(i)
-            idx[axis] = i[axis] - off
-            v = t[tuple(idx)]
-            val = v if val is None else te.if_then_else(i[axis] >= off, v, val)
+        for k, off in enumerate(offsets):  # later inputs win from their offset on
+            val = load(k, i) if val is None else te.if_then_else(i[axis] >= off, load(k, i),
+                                                                 val)
         return val
 
+    def tree(*i):  # type: ignore[no-untyped-def]
+        # a balanced choice, log2(n) selects deep: a chain of thousands of them would nest
+        # past what the recursive loop-IR passes can walk
+        def pick(lo: int, hi: int) -> Any:
+            if hi - lo == 1:
+                return load(lo, i)
+            mid = (lo + hi) // 2
+            return te.if_then_else(i[axis] >= offsets[mid], pick(mid, hi), pick(lo, mid))
+
+        return pick(0, len(ins))
+
+    f = chain if len(ins) <= _CHAIN_MAX else tree
     return [te.compute(shape, f, name="concat", tag="injective")]
+
+
+_CHAIN_MAX = 64  # concats of more inputs select through a balanced tree
 
 
 register_op("concat", OpPattern.INJECTIVE, _concat_infer,

@@ -43,6 +43,7 @@ _INJ = OpPattern.INJECTIVE
 EPILOGUE_MAX_ROWS = 8  # dense products with more rows keep their epilogues separate
 _EPILOGUE_MASTERS = ("dense_packed",)
 MAX_FUSED_NODES = 64  # real models' largest groups hold 14 (an LSTM cell step)
+MAX_GROUP_ARGS = 256  # kernel parameters (ctypes passes at most 1024)
 
 
 class _Group:
@@ -51,6 +52,15 @@ class _Group:
         self.pattern = pattern
         self.master = node
         self.deps: set[_Group] = set()  # groups whose outputs this one reads
+        self.made = {id(o) for o in node.outputs}
+        self.reads = {id(v) for v in node.inputs}  # values read (from anywhere)
+
+    def args_with(self, n: Node) -> int:
+        """About how many kernel arguments the group has with `n` added (values read from
+        outside, plus this node's outputs)."""
+        made = self.made | {id(o) for o in n.outputs}
+        reads = self.reads | {id(v) for v in n.inputs}
+        return len(reads - made) + len(made)
 
     def reaches(self, other: _Group) -> bool:
         """Whether this group depends on `other`, directly or through other groups."""
@@ -67,7 +77,7 @@ class _Group:
     def accepts(self, n: Node, pattern: OpPattern) -> bool:
         gp = self.pattern
         if (pattern >= OpPattern.OUT_ELEMWISE_FUSABLE or gp == OpPattern.OPAQUE
-                or len(self.nodes) >= MAX_FUSED_NODES):
+                or len(self.nodes) >= MAX_FUSED_NODES or self.args_with(n) > MAX_GROUP_ARGS):
             return False
         same_shape = all(o.shape == self.master.outputs[0].shape for o in n.outputs)
         if gp in (OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.COMM_REDUCE):
@@ -77,6 +87,8 @@ class _Group:
 
     def add(self, n: Node, pattern: OpPattern) -> None:
         self.nodes.append(n)
+        self.made.update(id(o) for o in n.outputs)
+        self.reads.update(id(v) for v in n.inputs)
         if pattern > self.pattern:
             self.pattern = pattern
         if pattern >= OpPattern.COMM_REDUCE or self.pattern <= _INJ:
@@ -141,11 +153,14 @@ def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group]
                     continue
                 if grp not in other.deps or len(other.deps) > 3:
                     continue  # not a reader of grp, or a gather of many (a concat of steps)
-                if len(grp.nodes) + len(other.nodes) > MAX_FUSED_NODES:
+                if (len(grp.nodes) + len(other.nodes) > MAX_FUSED_NODES
+                        or len(grp.reads | other.reads) > MAX_GROUP_ARGS):
                     continue
                 if any(d is not grp and d.reaches(grp) for d in other.deps):
                     continue  # it also reads something computed from grp: a cycle
                 grp.nodes = sorted(grp.nodes + other.nodes, key=lambda n: order[id(n)])
+                grp.made |= other.made
+                grp.reads |= other.reads
                 grp.deps |= other.deps - {grp}
                 for n in other.nodes:
                     group_of[id(n)] = grp

@@ -22,6 +22,7 @@ from .simplify import (
     eliminate_dead_code,
     infer_types,
     sink_reshape_past_bias,
+    split_wide_nodes,
 )
 
 GraphPass = Callable[[Graph], Graph]
@@ -63,6 +64,7 @@ def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[s
         passes += [("eliminate_common_subexpr_after_layout", eliminate_common_subexpr),
                    ("fold_constants_after_layout", fold_constants)]
     passes += [("eliminate_dead_code", eliminate_dead_code),
+               ("split_wide_nodes", split_wide_nodes),
                ("infer_types_final", infer_types)]
     return passes
 
