@@ -189,3 +189,25 @@ def test_text_that_is_not_utf8():
 def test_no_outputs():
     m = _model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [2])], [])
     _invalid(m, "has no graph outputs")
+
+
+def test_recurrent_weights_shaped_for_hidden_size():
+    """A B of shape [32] for an LSTM with 4 hidden units was an IndexError in the converter."""
+    r = np.random.default_rng(0)
+    inits = {"W": r.standard_normal((1, 16, 3)), "R": r.standard_normal((1, 16, 4)),
+             "B": r.standard_normal(32)}
+    m = _model([helper.make_node("LSTM", ["x", "W", "R", "B"], ["ys"], name="lstm",
+                                 hidden_size=4)],
+               [_vi("x", [3, 1, 3])], [_out("ys")],
+               [numpy_helper.from_array(v.astype("float32"), k) for k, v in inits.items()])
+    _invalid(m, r"LSTM node 'lstm' .* input 3 \('B'\) has shape \[32\]; with hidden_size=4 it "
+                r"must be \[1, 32\]")
+
+
+def test_kernel_shape_must_match_the_weight():
+    """ConvTranspose with kernel_shape [2, 3] and a 2x2 weight ran (ONNX Runtime refuses)."""
+    w = numpy_helper.from_array(np.ones((2, 3, 2, 2), "float32"), "w")
+    m = _model([helper.make_node("ConvTranspose", ["x", "w"], ["y"], name="deconv",
+                                 kernel_shape=[2, 3], strides=[2, 2])],
+               [_vi("x", [1, 2, 3, 3])], [_out("y")], [w])
+    _invalid(m, r"kernel_shape=\[2, 3\] does not match the weight's \[2, 2\]")

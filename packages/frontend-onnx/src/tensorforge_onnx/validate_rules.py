@@ -87,15 +87,45 @@ def _layer_norm(n: onnx.NodeProto, shape: ShapeOf, at: dict[str, Any]) -> str:
     return ""
 
 
+_GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+
+
 def _rnn(n: onnx.NodeProto, shape: ShapeOf, at: dict[str, Any]) -> str:
-    if int(at.get("hidden_size", 0)) <= 0:
+    """hidden_size given; W, R, B (and LSTM's peepholes P) shaped for it."""
+    h = int(at.get("hidden_size", 0))
+    if h <= 0:
         return "hidden_size must be given and positive"
+    d = 2 if at.get("direction", b"forward") in (b"bidirectional", "bidirectional") else 1
+    gh = _GATES[n.op_type] * h
+    x = shape(n.input[0])
+    i = x[-1] if x is not None and len(x) == 3 else None
+    want = {1: (d, gh, i), 2: (d, gh, h), 3: (d, 2 * gh), 7: (d, 3 * h)}
+    for k, expected in want.items():
+        if k >= len(n.input) or not n.input[k] or (k == 7 and n.op_type != "LSTM"):
+            continue
+        got = shape(n.input[k])
+        if got is not None and (len(got) != len(expected) or any(
+                g is not None and e is not None and g != e for g, e in zip(got, expected))):
+            shown = [e if e is not None else "?" for e in expected]
+            return (f"input {k} ({n.input[k]!r}) has shape {list(got)}; with hidden_size={h} "
+                    f"it must be {shown}")
+    return ""
+
+
+def _conv_kernel(n: onnx.NodeProto, shape: ShapeOf, at: dict[str, Any]) -> str:
+    """kernel_shape, when given, is the weight's spatial shape."""
+    w = shape(n.input[1]) if len(n.input) > 1 else None
+    k = at.get("kernel_shape")
+    if k is None or w is None or len(w) < 3:
+        return ""
+    if list(k) != [d for d in w[2:]] and None not in w[2:]:
+        return f"kernel_shape={list(k)} does not match the weight's {list(w[2:])}"
     return ""
 
 
 _OP_RULES: dict[str, Callable[[onnx.NodeProto, ShapeOf, dict[str, Any]], str]] = {
-    "Gemm": _gemm, "LayerNormalization": _layer_norm,
-    **{op: _rnn for op in _RNN_OPS},
+    "Gemm": _gemm, "LayerNormalization": _layer_norm, "Conv": _conv_kernel,
+    "ConvTranspose": _conv_kernel, **{op: _rnn for op in _RNN_OPS},
 }
 
 
