@@ -23,10 +23,11 @@ def _w(rng: np.random.Generator, *shape: int, scale: float = 0.5) -> np.ndarray:
 
 
 def _model(name: str, nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
-           outputs: list[onnx.ValueInfoProto], inits: dict[str, np.ndarray]) -> onnx.ModelProto:
+           outputs: list[onnx.ValueInfoProto], inits: dict[str, np.ndarray],
+           opset: int = OPSET) -> onnx.ModelProto:
     g = helper.make_graph(nodes, name, inputs, outputs,
                           [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     onnx.checker.check_model(m)
     return m
@@ -181,7 +182,49 @@ def upsample() -> onnx.ModelProto:
                   inits)
 
 
+def gru_split() -> onnx.ModelProto:
+    """A bidirectional 2-step GRU, its output split in two, concatenated the other way."""
+    r = np.random.default_rng(7)
+    n = helper.make_node
+    nodes = [
+        n("GRU", ["x", "W", "R", "B"], ["ys", "h"], name="gru", hidden_size=3,
+          direction="bidirectional", linear_before_reset=1),
+        n("Split", ["ys", "halves"], ["fw", "bw"], name="split", axis=1),
+        n("Concat", ["bw", "fw"], ["cat"], name="concat", axis=1),
+        n("ReduceMean", ["cat"], ["y"], name="mean", axes=[0], keepdims=0),
+    ]
+    inits = {"W": _w(r, 2, 9, 4), "R": _w(r, 2, 9, 3), "B": _w(r, 2, 18),
+             "halves": np.array([1, 1], "int64")}
+    return _model("gru_split", nodes, [_vi("x", F, [2, 1, 4])], [_vi("y", F, [2, 1, 3])],
+                  inits, opset=13)
+
+
+def misc_ops() -> onnx.ModelProto:
+    """Expand, reflect Pad, Gather on axis 1 with a negative index, a negative-step Slice,
+    InstanceNormalization, Erf, Equal/Where, Flatten, LogSoftmax."""
+    r = np.random.default_rng(8)
+    n = helper.make_node
+    nodes = [
+        n("Expand", ["x", "eshape"], ["e"], name="expand"),
+        n("Pad", ["e", "pads"], ["p"], name="pad", mode="reflect"),
+        n("Gather", ["p", "idx"], ["g"], name="gather", axis=1),
+        n("Slice", ["g", "st", "en", "ax", "step"], ["s"], name="slice"),
+        n("InstanceNormalization", ["s", "sc", "bi"], ["inorm"], name="inorm", epsilon=1e-5),
+        n("Erf", ["inorm"], ["er"], name="erf"),
+        n("Equal", ["er", "er"], ["eq"], name="equal"),
+        n("Where", ["eq", "er", "inorm"], ["w"], name="where"),
+        n("Flatten", ["w"], ["f"], name="flatten", axis=1),
+        n("LogSoftmax", ["f"], ["y"], name="logsoftmax", axis=1),
+    ]
+    inits = {"eshape": np.array([2, 3, 4, 5], "int64"),
+             "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], "int64"),
+             "idx": np.array([0, -1], "int64"), "st": np.array([-1], "int64"),
+             "en": np.array([-100], "int64"), "ax": np.array([3], "int64"),
+             "step": np.array([-2], "int64"), "sc": np.abs(_w(r, 2)) + 0.5, "bi": _w(r, 2)}
+    return _model("misc_ops", nodes, [_vi("x", F, [1, 3, 4, 1])], [_vi("y", F, [2, 48])], inits)
+
+
 SEEDS: dict[str, Callable[[], onnx.ModelProto]] = {
     f.__name__: f for f in (conv_net, norm_pool, dense_chain, shape_ops, elementwise, embedding,
-                            lstm_step, upsample)
+                            lstm_step, upsample, gru_split, misc_ops)
 }

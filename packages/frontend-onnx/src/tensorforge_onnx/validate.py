@@ -9,7 +9,8 @@ and graph outputs that something produces, the node order (sorted topologically,
 Runtime does; a cycle is an error naming its nodes), every node against its op's schema
 (input counts, required and unknown attributes: `onnx.checker.check_node`), positive
 `kernel_shape`/`strides`/`dilations`/`group` and non-negative pads, and ONNX's strict type
-and shape inference over a light copy of the graph (large weights as typed inputs)."""
+and shape inference over a light copy of the graph (large weights as typed inputs), in a
+helper process (`isolated.py`: onnx's C++ aborts on some malformed shapes)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,11 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper, shape_inference
+from onnx import helper, numpy_helper
 
 from .context import node_label
 from .errors import InvalidModelError
+from .isolated import InferenceCrash, infer_shapes_isolated
 from .validate_rules import check_rules
 
 __all__ = ["MAX_OPSET", "check_text", "check_versions", "initializer_arrays", "validate_model"]
@@ -267,12 +269,16 @@ def check_types(m: onnx.ModelProto, nodes: list[onnx.NodeProto],
                              ir_version=max(m.ir_version, 4))
     copy.functions.extend(m.functions)
     try:
-        inferred = shape_inference.infer_shapes(copy, check_type=True, strict_mode=True)
-    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError,
-            RuntimeError, ValueError) as e:
-        msg = " ".join(str(e).split())
+        status, result = infer_shapes_isolated(copy.SerializeToString())
+    except InferenceCrash as e:
+        raise InvalidModelError(f"{label} is not valid ONNX: {e} (ONNX's C++ inference "
+                                f"aborts on some malformed shapes). {_HINT}") from None
+    if status != "ok":
+        msg = " ".join(str(result).split())
         raise InvalidModelError(f"{label} is not valid ONNX: type and shape inference fails: "
-                                f"{msg[:1500]}. {_HINT}") from None
+                                f"{msg[:1500]}. {_HINT}")
+    inferred = onnx.ModelProto()
+    inferred.ParseFromString(result)
     shapes: dict[str, tuple[int | None, ...] | None] = {
         name: tuple(int(d) for d in arr.shape) for name, arr in arrays.items()}
     ig = inferred.graph
