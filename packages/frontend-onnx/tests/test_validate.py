@@ -215,14 +215,13 @@ def test_kernel_shape_must_match_the_weight():
 
 def test_a_model_that_aborts_onnx_shape_inference_is_an_error():
     """Pad with negative pads larger than the dim, then Slice: onnx's C++ inference fails an
-    assertion (std::clamp with hi < lo) and aborts the process; it now runs in a helper
+    assertion (std::clamp with hi < lo) and aborts the process; it now runs in a child
     process, and this process gets an InvalidModelError (fuzz seed 22238)."""
     inits = {"pads": [0, -5, 0, 0], "st": [0], "en": [1], "ax": [1]}
     m = _model([helper.make_node("Pad", ["x", "pads"], ["p"], name="pad"),
                 helper.make_node("Slice", ["p", "st", "en", "ax"], ["y"], name="slice")],
                [_vi("x", [2, 2])], [_out("y")],
                [numpy_helper.from_array(np.array(v, "int64"), k) for k, v in inits.items()])
-    _invalid(m, r"shape inference crashed in the helper process \(the worker was killed by "
-                r"SIGABRT\)")
+    _invalid(m, r"shape inference crashed \(killed by SIGABRT\)")
     check(_model([helper.make_node("Relu", ["x"], ["y"])], [_vi("x", [2, 3])],
                  [_vi("y", [2, 3])]), {"x": rand(2, 3)})  # the next model is served

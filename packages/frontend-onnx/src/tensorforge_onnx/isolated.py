@@ -1,18 +1,23 @@
-"""ONNX's C++ shape inference, run in a helper process.
+"""ONNX's C++ shape inference, run in a child process.
 
 The onnx wheel is built with C++ library assertions, and its inference functions trust
 values they should check: a Pad with negative pads larger than the dimension, followed by a
 Slice, ends in ``std::clamp`` with hi < lo, which aborts the process (found by the fuzzer,
-seed 22238). A damaged model must not take its caller down, so inference runs in a worker
-process: tensorforge's `LocalExecutor` (a fresh interpreter, so neither our threads and JIT
-state nor the caller's ``__main__`` are carried over), kept for later models; if the worker
-dies or hangs, the model is reported as one ONNX's inference cannot handle and a new worker
-serves the next one."""
+seed 22238). A damaged model must not take its caller down, so inference runs in a child:
+forked where the OS can (it starts in a millisecond with onnx already loaded, and calls
+nothing but onnx before it exits), else a worker of tensorforge's `LocalExecutor` (a fresh
+interpreter, kept for later models). If the child dies or hangs, the model is reported as
+one ONNX's inference cannot handle."""
 
 from __future__ import annotations
 
-import atexit
+import os
+import pickle
+import select
+import signal
 import threading
+import time
+import warnings
 from typing import Any
 
 __all__ = ["InferenceCrash", "infer_shapes_isolated"]
@@ -24,11 +29,11 @@ _executor: Any = None
 
 
 class InferenceCrash(RuntimeError):
-    """The helper process died (or hung) while ONNX inferred this model's shapes."""
+    """The child died (or hung) while ONNX inferred this model's shapes."""
 
 
 def infer_job(data: bytes) -> tuple[str, bytes | str]:
-    """In the worker: ("ok", inferred model bytes) or ("error", ONNX's message)."""
+    """("ok", inferred model bytes) or ("error", ONNX's message)."""
     import onnx
     from onnx import shape_inference
 
@@ -42,18 +47,58 @@ def infer_job(data: bytes) -> tuple[str, bytes | str]:
     return "ok", out.SerializeToString()
 
 
-def _close() -> None:
-    global _executor
-    if _executor is not None:
-        _executor.close()
-        _executor = None
-
-
-atexit.register(_close)
-
-
 def infer_shapes_isolated(data: bytes) -> tuple[str, bytes | str]:
-    """`infer_job(data)` in the helper process; InferenceCrash if it dies or hangs."""
+    """`infer_job(data)` in a child process; InferenceCrash if it dies or hangs."""
+    if hasattr(os, "fork"):
+        return _forked(data)
+    return _in_worker(data)  # pragma: no cover - platforms without fork
+
+
+def _forked(data: bytes) -> tuple[str, bytes | str]:
+    import onnx.shape_inference  # noqa: F401 - loaded before the fork, not in the child
+
+    r, w = os.pipe()
+    with warnings.catch_warnings():  # 3.12+ warns about forking a threaded process: the
+        warnings.simplefilter("ignore", DeprecationWarning)  # child calls only onnx
+        pid = os.fork()
+    if pid == 0:  # the child: infer, send the result, leave without any cleanup of ours
+        code = 0
+        try:
+            os.close(r)
+            payload = pickle.dumps(infer_job(data))
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(w, view):]
+        except BaseException:  # noqa: BLE001 - reported by the parent as a crash
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks, deadline = [], time.monotonic() + TIMEOUT
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([r], [], [], left)[0]:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise InferenceCrash(f"ONNX's shape inference hung (over {TIMEOUT:g} s)")
+            chunk = os.read(r, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(r)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        raise InferenceCrash(f"ONNX's shape inference crashed (killed by "
+                             f"{signal.Signals(os.WTERMSIG(status)).name})")
+    if not chunks or os.WEXITSTATUS(status) != 0:
+        raise InferenceCrash(f"ONNX's shape inference failed in the child (exit status "
+                             f"{os.WEXITSTATUS(status)})")
+    return pickle.loads(b"".join(chunks))
+
+
+def _in_worker(data: bytes) -> tuple[str, bytes | str]:  # pragma: no cover - no fork
     global _executor
     from tensorforge.autotune.executor import LocalExecutor
 
@@ -63,7 +108,6 @@ def infer_shapes_isolated(data: bytes) -> tuple[str, bytes | str]:
         res = _executor.map("tensorforge_onnx.isolated:infer_job", [data], TIMEOUT)[0]
     if res.status == "ok":
         return res.value
-    if res.status == "error":  # the job raised: a bug of ours, not the model's
+    if res.status == "error":
         raise RuntimeError(f"shape inference job failed: {res.error}")
-    what = "hung" if res.status == "timeout" else "crashed"
-    raise InferenceCrash(f"ONNX's shape inference {what} in the helper process ({res.error})")
+    raise InferenceCrash(f"ONNX's shape inference {res.status} ({res.error})")

@@ -10,7 +10,7 @@ Runtime does; a cycle is an error naming its nodes), every node against its op's
 (input counts, required and unknown attributes: `onnx.checker.check_node`), positive
 `kernel_shape`/`strides`/`dilations`/`group` and non-negative pads, and ONNX's strict type
 and shape inference over a light copy of the graph (large weights as typed inputs), in a
-helper process (`isolated.py`: onnx's C++ aborts on some malformed shapes)."""
+child process (`isolated.py`: onnx's C++ aborts on some malformed shapes)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ anything is allocated (not a MemoryError, an OOM kill or an hour of compiling).
   take. Default: the machine's physical memory. ``TENSORFORGE_MEMORY_LIMIT`` sets it (bytes,
   or with a K/M/G/T suffix: ``512M``, ``8G``; ``0`` or ``none``: no limit).
 * `max_graph_nodes()`: the most nodes a graph may have (an LSTM over 100,000 steps unrolls
-  into millions). Default 200,000; ``TENSORFORGE_MAX_GRAPH_NODES`` sets it.
+  into millions; a graph this large already takes minutes to compile). Default 50,000;
+  ``TENSORFORGE_MAX_GRAPH_NODES`` sets it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..errors import TensorforgeError
 __all__ = ["GraphLimitError", "check_graph_nodes", "check_tensor_bytes", "format_bytes",
            "max_graph_nodes", "memory_limit"]
 
-DEFAULT_MAX_GRAPH_NODES = 200_000
+DEFAULT_MAX_GRAPH_NODES = 50_000
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
