@@ -26,7 +26,7 @@ ShapeOf = Callable[[str], Shape]
 
 #: (op_type, input index, ONNX opset since which the input exists) that must be 1-D.
 _VECTOR_INPUTS: dict[str, tuple[int, ...]] = {
-    "Reshape": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Pad": (1,),
+    "Reshape": (1,), "Expand": (1,), "Tile": (1,), "ConstantOfShape": (0,), "Pad": (1, 3),
     "Slice": (1, 2, 3, 4), "Squeeze": (1,), "Unsqueeze": (1,), "Split": (1,),
     "ReduceSum": (1,), "ReduceMean": (1,), "ReduceMax": (1,), "ReduceMin": (1,),
     "ReduceProd": (1,), "ReduceL1": (1,), "ReduceL2": (1,), "ReduceLogSum": (1,),
@@ -34,7 +34,7 @@ _VECTOR_INPUTS: dict[str, tuple[int, ...]] = {
 }
 #: Inputs that must hold one value (rank 0, or shape [1]).
 _SCALAR_INPUTS: dict[str, tuple[int, ...]] = {
-    "Clip": (1, 2), "Range": (0, 1, 2), "OneHot": (1,),
+    "Clip": (1, 2), "Range": (0, 1, 2), "OneHot": (1,), "Pad": (2,),
 }
 _BOOL_ATTRS = ("keepdims", "ceil_mode", "count_include_pad", "transA", "transB",
                "noop_with_empty_axes", "select_last_index", "allowzero", "training_mode",
