@@ -38,4 +38,43 @@ def _onnx_run(case: dict[str, Any], target: str) -> Any:
     return compile_and_run(case["model"], case["reference"]["data_seed"], target)
 
 
-KINDS: dict[str, Kind] = {"onnx": Kind(_onnx_strategy, _onnx_build, _onnx_run)}
+def _package_strategy() -> Any:
+    from mutate_package import plans
+
+    return plans()
+
+
+def _package_build(plan: dict[str, Any]) -> dict[str, Any]:
+    from mutate_package import apply_plan
+    from seeds import SEEDS
+
+    model = SEEDS[plan["seed"]]().SerializeToString()
+    return {"package": apply_plan(plan),
+            "reference": {"model": model, "data_seed": plan["data_seed"]}}
+
+
+def _package_run(case: dict[str, Any], target: str) -> Any:
+    """Load the (damaged) package as a user would and run it on the seed model's inputs."""
+    import os
+    import tempfile
+
+    from jobs import make_feeds
+
+    import tensorforge
+
+    feeds = make_feeds(case["reference"]["model"], case["reference"]["data_seed"])
+    with tempfile.TemporaryDirectory(prefix="tf-fuzz-") as d:
+        path = os.path.join(d, "model.tfpkg")
+        with open(path, "wb") as f:
+            f.write(case["package"])
+        model = tensorforge.load(path)
+        try:
+            return model.run(feeds)
+        finally:
+            model.close()
+
+
+KINDS: dict[str, Kind] = {
+    "onnx": Kind(_onnx_strategy, _onnx_build, _onnx_run),
+    "package": Kind(_package_strategy, _package_build, _package_run),
+}

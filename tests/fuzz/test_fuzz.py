@@ -1,11 +1,12 @@
-"""The ONNX-mutation fuzzer as a CI gate: a time-boxed share of cases (harness.py explains
-what a case is and what counts as a failure); any crash, hang, internal error, mismatch or
-accepted invalid model fails the test and is printed with the seed that reproduces it.
+"""The fuzzers as a CI gate, one test per kind (ONNX models, packages): a time-boxed share of
+cases (harness.py explains what a case is and what counts as a failure); any crash, hang,
+internal error, mismatch or accepted invalid model fails the test and is printed with the
+seed that reproduces it.
 
-Environment: TENSORFORGE_FUZZ_CASES=N runs N cases with no time box (e.g. 10000 before a
-release); TENSORFORGE_FUZZ_SECONDS sets the CI time box (default 90 s, a few hundred
-cases); TENSORFORGE_FUZZ_FIRST sets the first case seed (default 0, so CI is repeatable;
-set it to explore other cases)."""
+Environment: TENSORFORGE_FUZZ_CASES=N runs N cases of each kind with no time box (e.g. 10000
+before a release); TENSORFORGE_FUZZ_SECONDS sets the CI time box per kind (default 90 s for
+models, 60 s for packages: a few hundred cases each); TENSORFORGE_FUZZ_FIRST sets the first
+case seed (default 0, so CI is repeatable; set it to explore other cases)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import Runner, ensure_importable, worker_env  # noqa: E402
 
-DEFAULT_SECONDS = 90.0
-DEFAULT_CASES = 2000  # the time box stops the CI share well before this
+DEFAULT_SECONDS = {"onnx": 90.0, "package": 60.0}
+DEFAULT_CASES = 3000  # the time box stops the CI share well before this
 
 
 def fuzz_share(kind: str) -> tuple[range, float | None]:
@@ -29,7 +30,7 @@ def fuzz_share(kind: str) -> tuple[range, float | None]:
     cases = os.environ.get("TENSORFORGE_FUZZ_CASES")
     if cases:
         return range(first, first + int(cases)), None
-    seconds = float(os.environ.get("TENSORFORGE_FUZZ_SECONDS", DEFAULT_SECONDS))
+    seconds = float(os.environ.get("TENSORFORGE_FUZZ_SECONDS", DEFAULT_SECONDS[kind]))
     return range(first, first + DEFAULT_CASES), seconds
 
 
@@ -54,3 +55,8 @@ def run_share(kind: str) -> None:
 @pytest.mark.slow
 def test_fuzz_onnx_models():
     run_share("onnx")
+
+
+@pytest.mark.slow
+def test_fuzz_packages():
+    run_share("package")
