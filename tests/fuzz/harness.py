@@ -95,6 +95,10 @@ KNOWN_ISSUES: list[KnownIssue] = [
     KnownIssue("NaN/infinity handling where a case injected NaN, +-inf or 1e30 (reductions "
                "and max/min with NaN, inf - inf)", "issue 12, IEEE semantics (branch "
                "semantics)", _special_values),
+    KnownIssue("Gather with an out-of-range index runs (ORT: 'indices element out of data "
+               "bounds'); fuzz seeds 1567, 3074, 6075", "issue 12, checked indexing (branch "
+               "semantics)", lambda cat, detail, plan: cat == "accepted_invalid"
+               and "out of data bounds" in detail),
     KnownIssue("the package loader does not check the types of lib.so.json's fields: an int "
                "target triple is an AttributeError in cpu_features.triple_arch, a list where "
                "a name belongs a TypeError in module._match (package seeds 6107, 6455)",
