@@ -6,7 +6,7 @@ Every error the project raises deliberately derives from :class:`TensorforgeErro
 
 from __future__ import annotations
 
-__all__ = ["DuplicateNameError", "PackageError", "PluginError", "TargetError",
+__all__ = ["DataCheckError", "DuplicateNameError", "PackageError", "PluginError", "TargetError",
            "TensorforgeError"]
 
 
@@ -29,3 +29,9 @@ class DuplicateNameError(PluginError):
 class PackageError(TensorforgeError):
     """A `.tfpkg` package or an exported library cannot be loaded: corrupt, tampered with,
     inconsistent, of another format version, or built for a machine this one is not."""
+
+
+class DataCheckError(TensorforgeError, ValueError):
+    """The input data failed a check the operator makes (an index out of range, an integer
+    division by zero), in a compiled kernel (`runtime.checks.KernelCheckError`) or in the
+    numpy reference and the constant folder."""

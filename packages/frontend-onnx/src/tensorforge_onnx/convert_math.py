@@ -8,8 +8,9 @@ import numpy as np
 import onnx
 
 from tensorforge.graph import Value
+from tensorforge.graph.narrow_types import is_narrow
 
-from .context import Context, node_label, np_dtype
+from .context import Context, f32, node_label, np_dtype
 from .dispatch import converter
 from .errors import InvalidModelError
 
@@ -40,7 +41,7 @@ _ATTR_UNARY: dict[str, tuple[str, dict[str, float]]] = {
 def attr_unary(ctx: Context, node: Node) -> list[Value]:
     op, defaults = _ATTR_UNARY[node.op_type]
     at = ctx.attrs(node)
-    return [ctx.emit(op, ctx.get(node, 0), **{k: float(at.get(k, v))
+    return [ctx.emit(op, ctx.get(node, 0), **{k: f32(at.get(k, v))
                                                for k, v in defaults.items()})]
 
 
@@ -70,7 +71,12 @@ _BINARY = {
 def binary(ctx: Context, node: Node) -> list[Value]:
     a, b = ctx.get(node, 0), ctx.get(node, 1)
     if node.op_type == "Pow":
-        b = ctx.cast(b, a.dtype)
+        if np.dtype(a.dtype).kind in "iu" and np.dtype(b.dtype).kind == "f":
+            # as ONNX Runtime: std::pow in double, truncated to the integer type
+            r = ctx.emit("pow", ctx.cast(a, "float64"), ctx.cast(b, "float64"))
+            return [ctx.cast(r, a.dtype)]
+        if np.dtype(a.dtype).kind == "f":
+            b = ctx.cast(b, a.dtype)
     return [ctx.emit(_BINARY[node.op_type], a, b)]
 
 
@@ -91,14 +97,23 @@ def variadic(ctx: Context, node: Node) -> list[Value]:
         out = ctx.emit(_VARIADIC[node.op_type], out, v)
     if node.op_type == "Mean" and len(vals) > 1:
         out = ctx.emit("div", out, ctx.scalar(len(vals), out))
+        if vals[0].dtype == "float16":  # as ONNX Runtime: in float32 (65504 + 65504 fits)
+            wide = [ctx.cast(v, "float32") for v in vals]
+            out = wide[0]
+            for v in wide[1:]:
+                out = ctx.emit("add", out, v)
+            out = ctx.cast(ctx.emit("div", out, ctx.scalar(len(vals), out)), "float16")
     elif len(vals) == 1:
         out = ctx.emit("identity", out)
     return [out]
 
 
 def _bound(dtype: str, lo: bool) -> float:
+    """Clip's default bounds: numeric_limits lowest() and max() (finite, as the ONNX spec
+    says: Clip(-inf) without a min is -FLT_MAX, not -inf)."""
     if np.dtype(dtype).kind == "f":
-        return float("-inf") if lo else float("inf")
+        fi = np.finfo(dtype)
+        return float(fi.min) if lo else float(fi.max)
     info = np.iinfo(dtype)
     return int(info.min if lo else info.max)
 
@@ -128,26 +143,38 @@ def where(ctx: Context, node: Node) -> list[Value]:
     return [ctx.emit("where", ctx.get(node, 0), ctx.get(node, 1), ctx.get(node, 2))]
 
 
-@converter("Cast", versions=(6, 25))
+@converter("Cast", versions=(6, 28))
 def cast(ctx: Context, node: Node) -> list[Value]:
     to = ctx.attrs(node)["to"]
     try:
         dtype = np_dtype(to)
     except (KeyError, TypeError, ValueError):
         dtype = "?"
-    if dtype in ("object", "?") or np.dtype(dtype).kind not in "biuf":
+    if dtype in ("object", "?") or (not is_narrow(dtype) and np.dtype(dtype).kind not in
+                                     "biuf"):
         raise ctx.fail(node, f"a cast to {onnx.TensorProto.DataType.Name(to)}",
                        "only numeric and bool tensors are supported")
-    return [ctx.emit("cast", ctx.get(node, 0), to=dtype)]
+    return [ctx.emit("cast", ctx.get(node, 0), **_cast_attrs(ctx, node, dtype))]
 
 
-@converter("CastLike", versions=(15, 25))
+def _cast_attrs(ctx: Context, node: Node, to: str) -> dict[str, Any]:
+    at = ctx.attrs(node)
+    out: dict[str, Any] = {"to": to}
+    if is_narrow(to):  # how a narrow float type rounds and saturates (Cast-19+)
+        out["saturate"] = bool(at.get("saturate", 1))
+        out["round_mode"] = str(at.get("round_mode", "nearest"))
+    return out
+
+
+@converter("CastLike", versions=(15, 28))
 def cast_like(ctx: Context, node: Node) -> list[Value]:
-    return [ctx.emit("cast", ctx.get(node, 0), to=ctx.get(node, 1).dtype)]
+    to = ctx.get(node, 1).dtype
+    return [ctx.emit("cast", ctx.get(node, 0), **_cast_attrs(ctx, node, to))]
 
 
 # reductions -------------------------------------------------------------------------------
 _REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
+           "ReduceProd": "prod",
            "ReduceSumSquare": "sum", "ReduceL1": "sum", "ReduceL2": "sum",
            "ReduceLogSum": "sum", "ReduceLogSumExp": "sum"}
 
@@ -166,16 +193,44 @@ def _reduce_axes(ctx: Context, node: Node) -> tuple[int, ...] | None | str:
     return tuple(int(a) for a in axes)
 
 
-@converter(*_REDUCE, versions=(1, 20))
+def _int_reduce(ctx: Context, node: Node, x: Value) -> Value:
+    """An integer reduction as ONNX Runtime computes it: in double, converted back with
+    saturation (ReduceSum of [2e9, 2e9] in int32 is 2147483647, ReduceMean truncates).
+    ReduceLogSumExp: ONNX Runtime adds exp(x - max) truncated to the integer type, so
+    log(count of the maximum) + max, truncated."""
+    if node.op_type == "ReduceLogSumExp":
+        axes = _reduce_axes(ctx, node)
+        if axes != "noop":
+            nd = len(x.shape)
+            axes_n = None if axes is None else tuple(a % nd for a in axes)
+            keep = bool(ctx.attrs(node).get("keepdims", 1))
+            m = ctx.emit("reduce_max", x, axes=axes_n, keepdims=True)
+            terms = ctx.cast(ctx.emit("exp", ctx.cast(ctx.emit("sub", x, m), "float64")),
+                             x.dtype)
+            s = ctx.emit("reduce_sum", ctx.cast(terms, "float64"), axes=axes_n, keepdims=keep)
+            m2 = ctx.cast(m if keep else ctx.reshape(m, s.shape), "float64")
+            return ctx.emit("cast", ctx.emit("add", ctx.emit("log", s), m2), to=x.dtype,
+                            saturate=True)
+    r = _reduce_float(ctx, node, ctx.cast(x, "float64"))
+    return ctx.emit("cast", r, to=x.dtype, saturate=True)
+
+
+@converter(*_REDUCE, versions=(1, 28))
 def reduce(ctx: Context, node: Node) -> list[Value]:
     x = ctx.get(node, 0)
+    if np.dtype(x.dtype).kind in "iu" and node.op_type not in ("ReduceMax", "ReduceMin"):
+        return [_int_reduce(ctx, node, x)]
+    return [_reduce_float(ctx, node, x)]
+
+
+def _reduce_float(ctx: Context, node: Node, x: Value) -> Value:
     axes = _reduce_axes(ctx, node)
     if axes == "noop":  # no reduction; the elementwise parts still apply (as onnxruntime)
         post = {"ReduceSumSquare": ["mul"], "ReduceL1": ["abs"], "ReduceL2": ["abs"],
                 "ReduceLogSum": ["log"]}.get(node.op_type, ["identity"])
         if post == ["mul"]:
-            return [ctx.emit("mul", x, x)]
-        return [ctx.emit(post[0], x)]
+            return ctx.emit("mul", x, x)
+        return ctx.emit(post[0], x)
     nd = len(x.shape)
     axes_n = None if axes is None else tuple(a % nd for a in axes)
     keep = bool(ctx.attrs(node).get("keepdims", 1))
@@ -184,7 +239,7 @@ def reduce(ctx: Context, node: Node) -> list[Value]:
             raise ctx.fail(node, "a reduction of a bool tensor")
         r = ctx.emit(f"reduce_{_REDUCE[node.op_type]}", ctx.cast(x, "uint8"), axes=axes_n,
                      keepdims=keep)
-        return [ctx.cast(r, "bool")]
+        return ctx.cast(r, "bool")
     kw: dict[str, Any] = {"axes": axes_n, "keepdims": keep}
     op = node.op_type
     if op == "ReduceSumSquare" or op == "ReduceL2":
@@ -196,10 +251,33 @@ def reduce(ctx: Context, node: Node) -> list[Value]:
         e = ctx.emit("exp", ctx.emit("sub", x, m))
         s = ctx.emit("log", ctx.emit("reduce_sum", e, **kw))
         m2 = m if keep else ctx.reshape(m, s.shape)
-        return [ctx.emit("add", s, m2)]
+        return ctx.emit("add", s, m2)
     out = ctx.emit(f"reduce_{_REDUCE[op]}", x, **kw)
     if op == "ReduceL2":
         out = ctx.emit("sqrt", out)
     elif op == "ReduceLogSum":
         out = ctx.emit("log", out)
-    return [out]
+    return out
+
+
+@converter("Einsum", versions=(12, 28))
+def einsum(ctx: Context, node: Node) -> list[Value]:
+    vals = [ctx.get(node, i) for i in range(len(node.input))]
+    eq = str(ctx.attrs(node)["equation"]).replace(" ", "")
+    lhs, _, rhs = eq.partition("->")
+    subs = lhs.split(",")
+    if len(subs) != len(vals):
+        raise ctx.fail(node, f"equation {eq!r} for {len(vals)} operands")
+    # `...` becomes capital letters, one per broadcast dim, aligned from the right
+    ell = max((len(v.shape) - len(s.replace("...", "")) for s, v in zip(subs, vals)
+               if "..." in s), default=0)
+    caps = "".join(chr(ord("A") + k) for k in range(ell))
+    subs = [s.replace("...", caps[ell - (len(v.shape) - len(s.replace("...", ""))):])
+            for s, v in zip(subs, vals)]
+    if _ == "":  # implicit output: the letters seen once, sorted, after the ellipsis dims
+        counts = {ch: sum(s.count(ch) for s in subs) for ch in set("".join(subs))}
+        rhs = caps + "".join(sorted(ch for ch, n in counts.items() if n == 1 and
+                                    ch not in caps))
+    else:
+        rhs = rhs.replace("...", caps)
+    return [ctx.emit_multi("einsum", vals, {"inputs": tuple(subs), "output": rhs})[0]]

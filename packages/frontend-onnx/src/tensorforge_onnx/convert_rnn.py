@@ -12,7 +12,7 @@ import onnx
 
 from tensorforge.graph import Value
 
-from .context import Context
+from .context import Context, f32
 from .dispatch import converter
 
 Node = onnx.NodeProto
@@ -45,6 +45,8 @@ def _activations(ctx: Context, node: Node, defaults: list[str], num_dirs: int
         op, da, db = _ACTS[key]
         alpha = alphas[i] if i < len(alphas) else da
         beta = betas[i] if i < len(betas) else db
+        alpha = None if alpha is None else f32(alpha)
+        beta = None if beta is None else f32(beta)
         acts.append(_make_act(ctx, op, alpha, beta))
     n = len(defaults)
     return [acts[d * n:(d + 1) * n] for d in range(num_dirs)]

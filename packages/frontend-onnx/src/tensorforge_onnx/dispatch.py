@@ -45,7 +45,23 @@ def table() -> dict[str, Converter]:
     global _LOADED
     if not _LOADED:
         _LOADED = True
-        from . import convert_math, convert_nn, convert_rnn, convert_shape  # noqa: F401
+        from . import (  # noqa: F401
+            convert_attention,
+            convert_elementwise,
+            convert_index,
+            convert_loss,
+            convert_math,
+            convert_nn,
+            convert_norm,
+            convert_pool,
+            convert_positions,
+            convert_quant,
+            convert_recurrent,
+            convert_rnn,
+            convert_select,
+            convert_shape,
+            convert_spatial,
+        )
     return TABLE
 
 

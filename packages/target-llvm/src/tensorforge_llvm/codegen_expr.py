@@ -194,13 +194,38 @@ class ExprEmitter:
         a, b, t = self._operands(e)
         if dt.is_float(t):
             return self.b.fdiv(a, b, flags=FLOAT_FLAGS)
-        return self.b.udiv(a, b) if self._unsigned(t) else self.b.sdiv(a, b)
+        if self._unsigned(t):
+            return self.b.udiv(a, self._safe_divisor(e, b, t)[0])
+        safe, minus_one = self._safe_divisor(e, b, t)
+        return self._neg_if(minus_one, a, self.b.sdiv(a, safe))
 
     def _mod(self, e: Mod) -> ir.Value:
         a, b, t = self._operands(e)
         if dt.is_float(t):
             return self.b.frem(a, b)
-        return self.b.urem(a, b) if self._unsigned(t) else self.b.srem(a, b)
+        safe = self._safe_divisor(e, b, t)[0]
+        return self.b.urem(a, safe) if self._unsigned(t) else self.b.srem(a, safe)
+
+    def _safe_divisor(self, e: Any, b: ir.Value, t: str) -> tuple[ir.Value, ir.Value | None]:
+        """(divisor, "divisor is -1" or None): a divisor that is not a constant other than 0
+        and -1 is replaced by 1 where it is 0 or -1, so the division cannot trap (x86 `idiv`
+        faults on x / 0 and INT_MIN / -1, which LLVM calls undefined). Callers give x / -1
+        the wrapped -x (numpy's INT_MIN / -1 = INT_MIN) and x % -1 = 0; a zero divisor from
+        the data is caught before by the op's check (`runtime_check`), else it gives 0."""
+        c = e.b.value if isinstance(e.b, Broadcast) else e.b
+        if isinstance(c, IntImm) and c.value not in (0, -1):
+            return b, None
+        zero = self.b.icmp_signed("==", b, self.zero(b.type))
+        if self._unsigned(t):
+            return self.b.select(zero, self.const(b.type, 1), b), None
+        minus_one = self.b.icmp_signed("==", b, self.const(b.type, -1))
+        bad = self.b.or_(zero, minus_one)
+        return self.b.select(bad, self.const(b.type, 1), b), minus_one
+
+    def _neg_if(self, cond: ir.Value | None, a: ir.Value, q: ir.Value) -> ir.Value:
+        if cond is None:
+            return q
+        return self.b.select(cond, self.b.sub(self.zero(a.type), a), q)
 
     @staticmethod
     def _unsigned(t: str) -> bool:
@@ -210,23 +235,25 @@ class ExprEmitter:
         a, b, t = self._operands(e)
         if dt.is_float(t):
             return self.call_intrinsic("llvm.floor", [self.b.fdiv(a, b)])
+        safe, minus_one = self._safe_divisor(e, b, t)
         if self._unsigned(t):
-            return self.b.udiv(a, b)
-        q = self.b.sdiv(a, b)
+            return self.b.udiv(a, safe)
+        q = self.b.sdiv(a, safe)
         # q - 1 when the remainder is non-zero and its sign differs from the divisor's
-        need = self._floor_fixup(a, b, self.b.srem(a, b))
-        return self.b.sub(q, self.b.zext(need, a.type))
+        need = self._floor_fixup(a, safe, self.b.srem(a, safe))
+        return self._neg_if(minus_one, a, self.b.sub(q, self.b.zext(need, a.type)))
 
     def _floormod(self, e: FloorMod) -> ir.Value:
         a, b, t = self._operands(e)
         if dt.is_float(t):
             q = self.call_intrinsic("llvm.floor", [self.b.fdiv(a, b)])
             return self.b.fsub(a, self.b.fmul(q, b))
+        safe = self._safe_divisor(e, b, t)[0]
         if self._unsigned(t):
-            return self.b.urem(a, b)
-        r = self.b.srem(a, b)
-        need = self._floor_fixup(a, b, r)
-        return self.b.select(need, self.b.add(r, b), r)
+            return self.b.urem(a, safe)
+        r = self.b.srem(a, safe)
+        need = self._floor_fixup(a, safe, r)
+        return self.b.select(need, self.b.add(r, safe), r)
 
     def _floor_fixup(self, a: ir.Value, b: ir.Value, r: ir.Value) -> ir.Value:
         zero = self.zero(a.type)
@@ -236,11 +263,21 @@ class ExprEmitter:
 
     def _min(self, e: Min) -> ir.Value:
         a, b, t = self._operands(e)
-        return self.b.select(self._compare("<", a, b, t), a, b)
+        return self.b.select(self._pick_first("<=", a, b, t), a, b)
 
     def _max(self, e: Max) -> ir.Value:
         a, b, t = self._operands(e)
-        return self.b.select(self._compare(">", a, b, t), a, b)
+        return self.b.select(self._pick_first(">=", a, b, t), a, b)
+
+    def _pick_first(self, op: str, a: ir.Value, b: ir.Value, t: str) -> ir.Value:
+        """Whether min/max returns `a`: `a op b`, and for floats also when `a` is NaN
+        (NaN in either operand propagates, as numpy and ONNX Runtime; `max(-0.0, 0.0)` is
+        -0.0; see `tensorforge.expr.numeric`). A plain `a > b ? a : b` drops a NaN `a`,
+        which turned Relu(NaN) into 0."""
+        first = self._compare(op, a, b, t)
+        if not dt.is_float(t):
+            return first
+        return self.b.or_(first, self.b.fcmp_unordered("uno", a, a))
 
     # comparisons and logic ---------------------------------------------------------------
     _CMP_OPS = {EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">="}
@@ -320,14 +357,8 @@ class ExprEmitter:
             if s.bits == 64 and d.bits == 16:  # no instruction and no libcall in the JIT:
                 v = b.fptrunc(v, ll_type(dt.with_lanes("float32", s.lanes)))  # via float32
             return b.fptrunc(v, to)
-        if s.code == "float":  # -> int: go through a wider signed int so narrowing wraps
-            if d.bits < 32:
-                wide = ll_type(dt.with_lanes("int32", s.lanes))
-                return b.trunc(b.fptosi(v, wide), to)
-            if d.code == "uint" and d.bits == 32:
-                wide = ll_type(dt.with_lanes("int64", s.lanes))
-                return b.trunc(b.fptosi(v, wide), to)
-            return b.fptoui(v, to) if d.code == "uint" else b.fptosi(v, to)
+        if s.code == "float":
+            return self._float_to_int(v, s, d, to)
         if d.code == "float":  # int/bool -> float
             return b.uitofp(v, to) if self._unsigned(src) else b.sitofp(v, to)
         # int/bool -> int
@@ -336,6 +367,32 @@ class ExprEmitter:
         if d.bits > s.bits:
             return b.zext(v, to) if self._unsigned(src) else b.sext(v, to)
         return v
+
+    def _float_to_int(self, v: ir.Value, s: Any, d: Any, to: ir.Type) -> ir.Value:
+        """float -> int as x86 code compiled from C does (`tensorforge.expr.numeric`): a
+        plain `fptosi` of NaN or an out-of-range value is poison in LLVM."""
+        b = self.b
+        if s.bits == 16:  # compare in float32 (2**31 overflows half)
+            v = b.fpext(v, ll_type(dt.with_lanes("float32", s.lanes)))
+        if d.bits < 32:  # through int32, then wrap
+            return b.trunc(self._x86_fptosi(v, 32, s.lanes), to)
+        if d.code == "int":
+            return self._x86_fptosi(v, d.bits, s.lanes)
+        half = float(2 ** (d.bits - 1))
+        big = b.fcmp_ordered(">=", v, self.const(v.type, half))
+        low = self._x86_fptosi(v, d.bits, s.lanes)
+        high = b.xor(self._x86_fptosi(b.fsub(v, self.const(v.type, half)), d.bits, s.lanes),
+                     self.const(low.type, -(2 ** (d.bits - 1))))
+        return b.select(big, high, low)
+
+    def _x86_fptosi(self, v: ir.Value, bits: int, lanes: int) -> ir.Value:
+        """`cvttss2si`: truncation, or INT_MIN for NaN and values that do not fit."""
+        b = self.b
+        it = ll_type(dt.with_lanes(f"int{bits}", lanes))
+        lim = float(2 ** (bits - 1))
+        ok = b.and_(b.fcmp_ordered(">", v, self.const(v.type, -lim)),
+                    b.fcmp_ordered("<", v, self.const(v.type, lim)))
+        return b.select(ok, b.fptosi(v, it), self.const(it, -(2 ** (bits - 1))))
 
     # vectors -----------------------------------------------------------------------------
     def _broadcast(self, e: Broadcast) -> ir.Value:

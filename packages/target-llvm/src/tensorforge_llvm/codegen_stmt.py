@@ -129,9 +129,16 @@ class StmtEmitter(ExprEmitter):
         self.stmt(s.body)
         self.unbind(s.var, old)
 
+    def status_code(self, message: str) -> ir.Constant:
+        """The status (1-based) that reports `message`: one per distinct message, so a
+        check repeated by unrolling or loop partitioning keeps one code."""
+        asserts = self.state.asserts
+        if message not in asserts:
+            asserts.append(message)
+        return ir.Constant(I32, asserts.index(message) + 1)
+
     def _assert(self, s: AssertStmt) -> None:
-        self.state.asserts.append(s.message)
-        code = ir.Constant(I32, len(self.state.asserts))
+        code = self.status_code(s.message)
         self.branch_fail(self.expr(s.condition), code, "assert")
         self.stmt(s.body)
 

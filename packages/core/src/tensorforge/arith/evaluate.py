@@ -14,6 +14,7 @@ from typing import Any
 from ..expr import dtype as dt
 from ..expr import nodes as n
 from ..expr.construct import truncdiv_int, truncmod_int
+from ..expr.numeric import fmax, fmin
 from .fold import cast_value, round_f32
 
 Value = Any  # int | float | bool | tuple of those (vectors)
@@ -125,10 +126,10 @@ class _Eval:
         return self._bin(e, _floormod)
 
     def e_Min(self, e: n.Min) -> Value:
-        return self._bin(e, min)
+        return self._bin(e, fmin)
 
     def e_Max(self, e: n.Max) -> Value:
-        return self._bin(e, max)
+        return self._bin(e, fmax)
 
     def _cmp(self, e: Any, op: Callable[[Any, Any], bool]) -> Value:
         return _lift(lambda x, y: bool(op(x, y)))(self(e.a), self(e.b))

@@ -11,6 +11,7 @@ from typing import Any
 from ..expr import dtype as dt
 from ..expr import nodes as n
 from ..expr.construct import truncdiv_int, truncmod_int
+from ..expr.numeric import float_to_int, fmax, fmin
 
 
 @cache
@@ -54,9 +55,7 @@ def cast_value(v: Any, dtype: str) -> Any:
     if d.code == "bool":
         return bool(v)
     if isinstance(v, float):
-        if not math.isfinite(v):
-            raise ValueError(f"cannot cast {v} to {dtype}")
-        v = int(v)  # truncation toward zero
+        return float_to_int(v, dtype)  # truncation toward zero; x86 for NaN / out of range
     return wrap_int(int(v), dtype)
 
 
@@ -72,9 +71,9 @@ def fold_float(t: type, x: float, y: float, dtype: str) -> float | None:
             return None
         r = x / y
     elif t is n.Min:
-        r = min(x, y)
+        r = fmin(x, y)
     elif t is n.Max:
-        r = max(x, y)
+        r = fmax(x, y)
     else:
         return None
     return round_f32(r) if dt.bits(dtype) == 32 else r

@@ -16,6 +16,7 @@ from ..expr import dtype as dt
 from ..expr import nodes as n
 from ..expr.construct import truncdiv_int, truncmod_int
 from ..expr.functor import ExprMutator, ExprVisitor
+from ..expr.numeric import fmax, fmin
 from ..expr.structural import structural_equal
 from .bound import Pair, b_intersect
 from .canonical import Canon, Sum, expr_key, s_add, s_scale
@@ -295,9 +296,8 @@ class Simplifier(ExprMutator):
     def _minmax(self, t: type, e: Any, a: n.PrimExpr, b: n.PrimExpr) -> n.PrimExpr:
         is_min = t is n.Min
         if type(a) in IMM and type(b) in IMM:
-            if is_min:
-                return a if a.value <= b.value else b
-            return a if a.value >= b.value else b
+            pick = fmin if is_min else fmax  # NaN-propagating for floats (expr.numeric)
+            return a if pick(a.value, b.value) is a.value else b
         if structural_equal(a, b):
             return a
         if not is_index(a.dtype):
@@ -515,6 +515,8 @@ class Simplifier(ExprMutator):
         args = tuple(self.visit(a) for a in e.args)
         if e.op == "likely" and len(args) == 1 and const_value(args[0]) is not None:
             return args[0]
+        if e.op == "runtime_check" and len(args) == 3 and const_value(args[1]) in (1, True):
+            return args[0]  # proven to hold
         if e.op == "if_then_else" and len(args) == 3:
             v = const_value(args[0])
             if v is not None:

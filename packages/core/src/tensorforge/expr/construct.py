@@ -28,6 +28,7 @@ from .nodes import (
     Select,
     Sub,
 )
+from .numeric import float_to_int, fmax, fmin
 
 
 def const(value: Any, dtype: str | None = None) -> PrimExpr:
@@ -201,23 +202,28 @@ def floormod(a: Any, b: Any) -> PrimExpr:
 
 
 def min_(a: Any, b: Any) -> PrimExpr:
+    """Minimum; for floats numpy's (NaN-propagating, see `numeric.fmin`)."""
     a, b = binary_args(a, b)
     if _both_imm(a, b):
-        return a if a.value <= b.value else b
+        return a if fmin(a.value, b.value) is a.value else b
     return Min(a, b)
 
 
 def max_(a: Any, b: Any) -> PrimExpr:
+    """Maximum; for floats numpy's (NaN-propagating, see `numeric.fmax`)."""
     a, b = binary_args(a, b)
     if _both_imm(a, b):
-        return a if a.value >= b.value else b
+        return a if fmax(a.value, b.value) is a.value else b
     return Max(a, b)
 
 
 def neg(a: Any) -> PrimExpr:
+    """-a; for floats `a * -1` (IEEE negation: -(0.0) is -0.0, which `0 - a` is not)."""
     a = convert(a)
     if type(a) in (IntImm, FloatImm):
         return const(-a.value, a.dtype)
+    if dt.is_float(a.dtype):
+        return Mul(a, const(-1.0, a.dtype))
     return sub(const(0, a.dtype), a)
 
 
@@ -267,7 +273,7 @@ def cast(dtype: str, value: Any) -> PrimExpr:
     if type(value) in (IntImm, FloatImm) and dt.lanes(dtype) == 1:
         v = value.value
         if not dt.is_float(dtype) and isinstance(v, float):
-            v = int(v)
+            v = float_to_int(v, dtype)
         return const(v, dtype)
     return Cast(dtype, value)
 

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..errors import DataCheckError
+from ..runtime.checks import node_label
 from .ir import Graph, Value
 from .registry import get_op
 
@@ -26,7 +28,11 @@ def evaluate(g: Graph, inputs: Mapping[str, np.ndarray]) -> dict[Value, np.ndarr
         env[v] = np.asarray(inputs[v.name])
     for n in g.nodes:
         args = [v.const if v.is_const else env[v] for v in n.inputs]
-        outs = get_op(n.op).reference(args, n.attrs)
+        try:
+            outs = get_op(n.op).reference(args, n.attrs)
+        except DataCheckError as e:  # name the node, as compiled kernels do
+            op, _, what = str(e).partition(": ")
+            raise DataCheckError(f"{op} node {node_label(n.name)!r}: {what}") from None
         for v, a in zip(n.outputs, outs):
             env[v] = np.asarray(a).astype(v.dtype, copy=False).reshape(v.shape)
     return env

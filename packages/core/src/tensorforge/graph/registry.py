@@ -32,7 +32,10 @@ ComputeFn = Callable[..., list[Any]]
 
 @dataclass(frozen=True)
 class OpDef:
-    """`compute(inputs: list[te.Tensor], attrs, out_types) -> list[te.Tensor]`."""
+    """`compute(inputs: list[te.Tensor], attrs, out_types) -> list[te.Tensor]`.
+    `index_inputs`: positions of inputs whose values are indices into another input (checked
+    at run time; fusion keeps their producers out of the group so the error path can read
+    the offending value from the kernel's arguments)."""
 
     name: str
     pattern: OpPattern
@@ -40,6 +43,7 @@ class OpDef:
     reference: ReferenceFn
     compute: ComputeFn | None = None
     doc: str = ""
+    index_inputs: tuple[int, ...] = ()
 
 
 _OPS: dict[str, OpDef] = {}
@@ -50,10 +54,11 @@ class UnknownOpError(TensorforgeError, KeyError):
 
 
 def register_op(name: str, pattern: OpPattern, infer: InferFn, reference: ReferenceFn,
-                compute: ComputeFn | None = None, doc: str = "") -> OpDef:
+                compute: ComputeFn | None = None, doc: str = "",
+                index_inputs: tuple[int, ...] = ()) -> OpDef:
     if name in _OPS:
         raise TensorforgeError(f"graph op {name!r} is registered twice")
-    d = OpDef(name, pattern, infer, reference, compute, doc)
+    d = OpDef(name, pattern, infer, reference, compute, doc, tuple(index_inputs))
     _OPS[name] = d
     return d
 

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from .. import te
 from ..expr import IntImm, const
+from ..expr import dtype as dt
 from ..te import Tensor
+from .arith import saturate_high
+
+_prod = te.comm_reducer(lambda x, y: x * y, lambda t: const(1, t), name="prod")
 
 
 def reduce(
@@ -23,7 +28,9 @@ def reduce(
                 out_shape.append(const(1))
         else:
             out_shape.append(a.shape[d])
-    reducer = {"sum": te.sum, "mean": te.sum, "max": te.max, "min": te.min}[kind]
+    reducer = {"sum": te.sum, "mean": te.sum, "max": te.max, "min": te.min,
+               "prod": _prod}[kind]
+    int_mean = kind == "mean" and not dt.is_float(a.dtype)
 
     def f(*i):  # type: ignore[no-untyped-def]
         src = []
@@ -36,7 +43,8 @@ def reduce(
                 src.append(next(rit))
             else:
                 src.append(next(it))
-        return reducer(a[tuple(src)], axis=raxes)
+        v = a[tuple(src)]
+        return reducer(v.astype("float64") if int_mean else v, axis=raxes)
 
     out = te.compute(out_shape, f, name=name, tag="reduce")
     if kind == "mean":
@@ -44,6 +52,12 @@ def reduce(
         for d in axes:
             s = a.shape[d]
             count *= s.value if isinstance(s, IntImm) else 1
-        out = te.compute(out.shape, lambda *i: out[i] / const(float(count), a.dtype),
-                         name=f"{name}_mean", tag="elemwise")
+        acc = out
+
+        def mean(*i: Any) -> Any:
+            m = acc[i] / const(float(count), acc.dtype)
+            # integers: the mean in double, truncated and saturated, as ONNX Runtime
+            return saturate_high(m, m.astype(a.dtype), a.dtype) if int_mean else m
+
+        out = te.compute(out.shape, mean, name=f"{name}_mean", tag="elemwise")
     return out

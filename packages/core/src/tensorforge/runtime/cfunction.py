@@ -12,6 +12,10 @@ The calling convention every CPU backend follows (and the exported-library sidec
 Status handling has one path: `CFunction.error(status, context)` builds the `KernelError` (its
 text from `status_message`); a direct call raises it, and the graph executor raises it with
 the graph kernel it ran as `context`. A new status code needs only a case in `status_message`.
+An assertion that is a check of the data (an index out of range, an integer division by
+zero; `runtime/checks.py`) becomes a `KernelCheckError` (a `KernelError` and a
+`DataCheckError`) naming the offending value, found in the call's `args`, and the graph node
+when the executor passes its group's `nodes`.
 
 Arguments are checked in Python before the call, because a wrong pointer is a silent memory
 corruption, not an exception. The checks are a few attribute reads per argument; the ctypes
@@ -159,7 +163,7 @@ class CFunction:
             self._check_symbolic(args)
         status = self._cfunc(*cargs)
         if status:
-            raise self.error(status)
+            raise self.error(status, args=args)
 
     # argument checks -----------------------------------------------------------------------
     def _convert(self, c: _Check, a: Any) -> Any:
@@ -236,9 +240,17 @@ class CFunction:
             f"kernel {self.name!r}: argument {c.index} ({c.param.describe()}) {what}"
         )
 
-    def error(self, status: int, context: str = "") -> KernelError:
+    def error(self, status: int, context: str = "", args: Sequence[Any] = (),
+              nodes: Sequence[str] | None = None) -> KernelError:
         """The exception for a non-zero `status` returned by this kernel; `context` (e.g.
-        "graph kernel 'fused_gather' (gather)") is put first in the message."""
+        "graph kernel 'fused_gather' (gather)") is put first in the message. A failed data
+        check is a `KernelCheckError` naming the node (from `nodes`, the graph nodes of the
+        kernel's group) and the offending value (from `args`, the call's arrays)."""
+        from .checks import check_error
+
+        err = check_error(self, status, context, args, nodes)
+        if err is not None:
+            return err
         msg = self.status_message(status)
         return KernelError(f"{context}: {msg}" if context else msg, self.name, status, context)
 

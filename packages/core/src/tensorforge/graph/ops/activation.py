@@ -10,7 +10,7 @@ from ... import te
 from ...expr import PrimExpr, const
 from ...ops.broadcast import broadcast_binary
 from ..registry import OpPattern, TypeList, broadcast_shapes, register_op, same_as_input
-from .elementwise import _unary_compute
+from .elementwise import _unary_compute, in_float32
 
 
 def _f(x: PrimExpr, v: float) -> PrimExpr:
@@ -18,11 +18,12 @@ def _f(x: PrimExpr, v: float) -> PrimExpr:
 
 
 def _elu_np(a: np.ndarray, at: dict[str, Any]) -> np.ndarray:
-    return np.where(a > 0, a, at.get("alpha", 1.0) * (np.exp(a) - 1))
+    return np.where(a >= 0, a, at.get("alpha", 1.0) * (np.exp(a) - 1))
 
 
 def _elu_te(x: PrimExpr, at: dict[str, Any]) -> PrimExpr:
-    return te.select(x > _f(x, 0), x, _f(x, at.get("alpha", 1.0)) * (te.exp(x) - _f(x, 1)))
+    # x >= 0 keeps -0.0 (as ONNX Runtime); NaN takes the exp side and stays NaN
+    return te.select(x >= _f(x, 0), x, _f(x, at.get("alpha", 1.0)) * (te.exp(x) - _f(x, 1)))
 
 
 _SELU_A, _SELU_G = 1.67326319217681884765625, 1.05070102214813232421875
@@ -43,8 +44,13 @@ def _softplus_np(a: np.ndarray, at: dict[str, Any]) -> np.ndarray:
 
 
 def _softplus_te(x: PrimExpr, at: dict[str, Any]) -> PrimExpr:
-    # log(1 + exp(x)) computed stably: max(x, 0) + log(1 + exp(-|x|))
-    return te.max_expr(x, _f(x, 0)) + te.log(_f(x, 1) + te.exp(-te.abs(x)))
+    # log(1 + exp(x)) computed stably: max(x, 0) + log1p(exp(-|x|)), log1p(e) as
+    # log(u) * e / (u - 1) with u = 1 + e (Goldberg), = e where u rounds to 1: softplus(-100)
+    # is exp(-100) = 3.8e-44 (as ONNX Runtime), not log(1 + 3.8e-44) = 0
+    e = te.exp(-te.abs(x))
+    u = _f(x, 1) + e
+    log1p = te.select(u == _f(x, 1), e, te.log(u) * (e / (u - _f(x, 1))))
+    return te.max_expr(x, _f(x, 0)) + log1p
 
 
 _UNARY = {
@@ -74,7 +80,7 @@ def _prelu_te(a: PrimExpr, s: PrimExpr) -> PrimExpr:
 
 
 def _prelu_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
-    return [broadcast_binary(ins[0], ins[1], _prelu_te, name="prelu")]
+    return [broadcast_binary(ins[0], ins[1], in_float32(_prelu_te), name="prelu")]
 
 
 register_op(

@@ -8,7 +8,10 @@ from typing import Any
 import numpy as np
 
 from ... import te
+from ...errors import DataCheckError
 from ...expr import PrimExpr, const
+from ...expr import dtype as dt
+from ...ops.arith import float_to_int_np, int_pow, int_pow_np, nonzero_divisor, saturate_high
 from ...ops.broadcast import broadcast_binary
 from ..registry import OpPattern, TypeList, broadcast_shapes, register_op, same_as_input
 
@@ -49,6 +52,8 @@ _UNARY: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
         lambda x, at: x * te.min_expr(te.max_expr(x * _f(x, 1 / 6) + _f(x, 0.5), _f(x, 0)),
                                       _f(x, 1)),
     ),
+    # x * sigmoid(x) (SiLU, swish): what `combine_swish` makes of Mul(x, Sigmoid(x))
+    "silu": (lambda a, at: a / (1 + np.exp(-a)), lambda x, at: x * te.sigmoid(x)),
 }
 
 
@@ -61,10 +66,27 @@ def _erf_np(a: np.ndarray, at: dict[str, Any]) -> np.ndarray:
 _UNARY["erf"] = (_erf_np, lambda x, at: te.erf(x))
 
 
+def in_float32(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` over float16 operands computed in float32 and rounded once at the end, as ONNX
+    Runtime does (a float16 constant such as LeakyRelu's alpha = 0.01 would otherwise be
+    rounded to half, and (a + b) / 2 would overflow at 65504)."""
+
+    def f(*args: Any) -> Any:
+        exprs = [a for a in args if isinstance(a, PrimExpr)]
+        if not exprs or exprs[0].dtype != "float16":
+            return fn(*args)
+        r = fn(*[a.astype("float32") if isinstance(a, PrimExpr) else a for a in args])
+        return r.astype("float16") if r.dtype == "float32" else r
+
+    return f
+
+
 def _unary_compute(fn: Callable[..., Any]) -> Callable[..., list[Any]]:
+    g = in_float32(fn)
+
     def compute(inputs: list[Any], attrs: dict[str, Any], out_types: TypeList) -> list[Any]:
         (x,) = inputs
-        return [te.compute(x.shape, lambda *i: fn(x[i], attrs), name="ew", tag="elemwise")]
+        return [te.compute(x.shape, lambda *i: g(x[i], attrs), name="ew", tag="elemwise")]
 
     return compute
 
@@ -81,13 +103,72 @@ def _cast_infer(types: TypeList, attrs: dict[str, Any]) -> TypeList:
     return [(types[0][0], attrs["to"])]
 
 
-register_op(
-    "cast", OpPattern.ELEMWISE, _cast_infer,
-    lambda ins, at: [ins[0].astype(at["to"])],
-    lambda ins, at, out: [te.compute(ins[0].shape, lambda *i: ins[0][i].astype(at["to"]),
-                                     name="cast", tag="elemwise")],
-    doc="elementwise cast to attrs['to']",
-)
+def _cast_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    from ..narrow_types import FORMATS
+
+    if ins[0].dtype.name in FORMATS or at["to"] in FORMATS:
+        return [_narrow_cast_np(ins[0], at)]
+    x, to = ins[0], np.dtype(at["to"])
+    if x.dtype.kind == "f" and to.kind in "iub":
+        return [float_to_int_np(x, at["to"], at.get("saturate", False))]
+    return [x.astype(to)]
+
+
+def _narrow_cast_np(x: np.ndarray, at: dict[str, Any]) -> np.ndarray:
+    """A cast from or to a narrow type (bfloat16, float8 ...) as the kernels do it
+    (graph/narrow_types.py: rounding, saturate); the legalize pass rewrites it before code
+    generation."""
+    from ..narrow_types import FORMATS, compute_dtype, decode_np, encode_np, numpy_dtype
+
+    to = at["to"]
+    src = FORMATS.get(x.dtype.name)
+    if src is not None:
+        x = decode_np(x.view(src.storage), src)
+    if to not in FORMATS:
+        return x.astype(to)
+    bits = encode_np(x.astype(compute_dtype(to)), FORMATS[to], at.get("saturate", True),
+                     at.get("round_mode", "nearest"))
+    return bits.view(numpy_dtype(to))
+
+
+def _cast_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    x, to = ins[0], at["to"]
+
+    def f(*i: Any) -> Any:
+        v = x[i].astype(to)
+        if at.get("saturate") and dt.is_float(x.dtype) and not dt.is_float(to):
+            v = saturate_high(x[i], v, to)
+        return v
+
+    return [te.compute(x.shape, f, name="cast", tag="elemwise")]
+
+
+register_op("cast", OpPattern.ELEMWISE, _cast_infer, _cast_ref, _cast_compute,
+            doc="elementwise cast to attrs['to']; float -> int as x86 converts (NaN and out "
+            "of range: INT_MIN), with attrs['saturate'] values above the maximum give it")
+
+
+def _div_np(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind == "f":
+        return a / b
+    if np.any(b == 0):
+        raise DataCheckError("Div: integer division by zero")
+    with np.errstate(over="ignore"):
+        q = np.floor_divide(a, b)  # -> truncation toward zero, as C (and ONNX Runtime)
+        return np.where((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)), q + 1, q)
+
+
+def _pow_np(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu" and np.asarray(b).dtype.kind in "iu":
+        return int_pow_np(a, b)
+    with np.errstate(all="ignore"):
+        return np.power(a, b)
+
+
+def _pow_te(a: Any, b: Any) -> Any:
+    if not dt.is_float(a.dtype) and not dt.is_float(b.dtype):
+        return int_pow(a, b)
+    return te.pow(a, b).astype(a.dtype)
 
 
 _BINARY: dict[str, tuple[Callable[..., Any], Callable[..., Any], bool]] = {
@@ -95,9 +176,9 @@ _BINARY: dict[str, tuple[Callable[..., Any], Callable[..., Any], bool]] = {
     "add": (np.add, lambda a, b: a + b, False),
     "sub": (np.subtract, lambda a, b: a - b, False),
     "mul": (np.multiply, lambda a, b: a * b, False),
-    "div": (lambda a, b: (a / b) if a.dtype.kind == "f" else np.trunc(a / b).astype(a.dtype),
-            lambda a, b: a / b if a.dtype.startswith("float") else te.truncdiv(a, b), False),
-    "pow": (np.power, lambda a, b: te.pow(a, b).astype(a.dtype), False),
+    "div": (_div_np, lambda a, b: a / b if a.dtype.startswith("float") else te.truncdiv(a, b),
+            False),
+    "pow": (_pow_np, _pow_te, False),
     "maximum": (np.maximum, lambda a, b: te.max_expr(a, b), False),
     "minimum": (np.minimum, lambda a, b: te.min_expr(a, b), False),
     "equal": (np.equal, lambda a, b: a == b, True),
@@ -118,10 +199,15 @@ def _binary_infer(is_bool: bool) -> Callable[..., TypeList]:
     return infer
 
 
-def _binary_compute(fn: Callable[..., Any]) -> Callable[..., list[Any]]:
+def _binary_compute(fn: Callable[..., Any], name: str) -> Callable[..., list[Any]]:
+    g = in_float32(fn)
+
     def compute(inputs: list[Any], attrs: dict[str, Any], out_types: TypeList) -> list[Any]:
         a, b = inputs
-        return [broadcast_binary(a, b, fn, name="bin")]
+        if name == "div" and not dt.is_float(b.dtype):  # a zero divisor is an error
+            return [broadcast_binary(a, b, lambda x, y: g(x, nonzero_divisor(y, b, "Div")),
+                                     name="bin")]
+        return [broadcast_binary(a, b, g, name="bin")]
 
     return compute
 
@@ -131,7 +217,7 @@ for _name, (_ref, _te, _is_bool) in _BINARY.items():
         _name, OpPattern.BROADCAST, _binary_infer(_is_bool),
         (lambda r, ib: lambda ins, at: [np.asarray(r(ins[0], ins[1])).astype(
             "bool" if ib else ins[0].dtype)])(_ref, _is_bool),
-        _binary_compute(_te), doc=f"broadcasting {_name}",
+        _binary_compute(_te, _name), doc=f"broadcasting {_name}",
     )
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from ... import ops, te
 from ...expr import const
+from ...ops.arith import float_to_int_np
 from ..registry import OpPattern, TypeList, register_op
 
 
@@ -28,13 +29,16 @@ def _reduce_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
     return [(out, dt)]
 
 
-_NP = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}
+_NP = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod}
 
 
 def _reduce_ref(kind: str) -> Any:
     def ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
         x = ins[0]
         axes = _axes(x.ndim, at.get("axes"))
+        if kind == "mean" and x.dtype.kind in "iu":  # in double, truncated, saturated
+            y = np.mean(x.astype("float64"), axis=axes, keepdims=at.get("keepdims", True))
+            return [float_to_int_np(y, str(x.dtype), saturate=True)]
         y = _NP[kind](x, axis=axes, keepdims=at.get("keepdims", True))
         return [np.asarray(y).astype(x.dtype)]
 
@@ -50,7 +54,7 @@ def _reduce_compute(kind: str) -> Any:
     return compute
 
 
-for _kind in ("sum", "mean", "max", "min"):
+for _kind in ("sum", "mean", "max", "min", "prod"):
     register_op(f"reduce_{_kind}", OpPattern.COMM_REDUCE, _reduce_infer, _reduce_ref(_kind),
                 _reduce_compute(_kind), doc=f"reduce_{_kind} over attrs axes (None: all), "
                 "keepdims")

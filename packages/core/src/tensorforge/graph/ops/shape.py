@@ -1,4 +1,5 @@
-"""Injective data-movement ops: strided_slice, pad, take (gather), broadcast_to, split.
+"""Injective data-movement ops: strided_slice, pad, broadcast_to, split (gathers by data
+indices are in `indexing.py`).
 
 Attributes are normalized by the frontend: one entry per dimension, static and in range."""
 
@@ -96,37 +97,6 @@ def _pad_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]
 register_op("pad", OpPattern.INJECTIVE, _pad_infer, _pad_ref, _pad_compute,
             doc="pad by attrs pads ((before, after) per dim, may be negative); mode constant "
             "(value) | reflect | edge | wrap")
-
-
-# take: numpy take along an axis with data indices (negative indices wrap) ----------------
-def _take_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
-    (shape, dt), (ishape, _) = types[0], types[1]
-    axis = at.get("axis", 0) % len(shape)
-    return [((*shape[:axis], *ishape, *shape[axis + 1:]), dt)]
-
-
-def _take_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
-    x, idx = ins
-    axis = at.get("axis", 0) % x.ndim
-    return [np.take(x, idx.astype("int64"), axis=axis)]
-
-
-def _take_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
-    x, ind = ins
-    axis = at.get("axis", 0) % len(x.shape)
-    n = _dims(x)[axis]
-    ni = len(ind.shape)
-
-    def f(*i: Any) -> Any:
-        k = ind[tuple(i[axis:axis + ni])].astype("int32")
-        k = te.select(k < 0, k + n, k)
-        return x[tuple(i[:axis]) + (k,) + tuple(i[axis + ni:])]
-
-    return [te.compute(out[0][0], f, name="take", tag="injective")]
-
-
-register_op("take", OpPattern.INJECTIVE, _take_infer, _take_ref, _take_compute,
-            doc="gather: take(x, indices, axis) like numpy.take; negative indices wrap")
 
 
 # broadcast_to ---------------------------------------------------------------------------

@@ -84,7 +84,7 @@ def fold_constants(g: Graph, limit_bytes: int | None = None) -> Graph:
                                    f"evaluated on its constant inputs ({type(e).__name__}: "
                                    f"{e})") from e
         for o, r in zip(n.outputs, results):
-            arr = np.ascontiguousarray(np.asarray(r).astype(o.dtype, copy=False).reshape(o.shape))
+            arr = np.array(np.asarray(r).astype(o.dtype, copy=False).reshape(o.shape), order="C")
             c = Value(o.name, o.shape, o.dtype, const=arr)
             if n.op in TRANSFORMS and len(n.inputs) == 1:  # a package can redo it at load
                 c.origin = (n.op, dict(n.attrs), n.inputs[0])

@@ -3,7 +3,9 @@
 Walking the nodes in order, a node joins the group of the producer of one of its inputs when:
 
 - that value has this node as its only consumer and is not a graph output (a value read
-  outside a group, or by the user, must be materialized);
+  outside a group, or by the user, must be materialized), and is not an index input of the
+  node (`OpDef.index_inputs`: checked indices stay a kernel argument, so that a failed check
+  can report the offending value);
 - the classes allow it:
   * an OUT_ELEMWISE_FUSABLE group (conv2d, dense, matmul, pools) takes ELEMWISE/BROADCAST
     consumers of the master's output shape: bias, batch-norm scale/shift, relu/clip, the
@@ -36,6 +38,7 @@ from ...naming import c_identifier
 from ..groups import FusedGroup
 from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
+from .concat_views import concat_views
 from .inline_size import MAX_INLINE_SIZE, input_reads
 
 _EW = OpPattern.BROADCAST
@@ -96,20 +99,26 @@ class _Group:
 
 
 def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
-    """Cut `g` into fused groups (one kernel each), in an order that respects dependencies."""
+    """Cut `g` into fused groups (one kernel each), in an order that respects dependencies.
+    A zero-copy concat (`concat_views`) is a group of its own that nothing joins (a view,
+    no kernel)."""
     consumers = g.consumers()
+    views = concat_views(g).nodes if enabled else set()
     graph_outputs = {id(v) for v in g.outputs}
     group_of: dict[int, _Group] = {}  # id(node) -> group
     groups: list[_Group] = []
     size: dict[int, int] = {}  # id(node) -> reads of its group's inputs, inlined
     for n in g.nodes:
-        pattern = get_op(n.op).pattern
+        opdef = get_op(n.op)
+        pattern = OpPattern.OPAQUE if id(n) in views else opdef.pattern
         joined = None
         if enabled and pattern < OpPattern.OUT_ELEMWISE_FUSABLE:
-            for v in n.inputs:
+            for pos, v in enumerate(n.inputs):
                 p = v.producer
                 if v.is_const or p is None or id(v) in graph_outputs:
                     continue
+                if pos in opdef.index_inputs:
+                    continue  # indices stay a kernel argument (the error path reads them)
                 if any(c is not n for c in consumers.get(v, [])):
                     continue
                 grp = group_of[id(p)]
@@ -130,7 +139,7 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
                 joined.deps.add(src)
     if enabled:
         groups = _merge_epilogues(g, groups, group_of)
-    return _finish(g, groups, consumers, graph_outputs)
+    return _finish(g, groups, consumers, graph_outputs, views)
 
 
 def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group]
@@ -198,7 +207,7 @@ def _makes_cycle(grp: _Group, n: Node, group_of: dict[int, _Group]) -> bool:
 
 
 def _finish(g: Graph, groups: list[_Group], consumers: dict[Value, list[Node]],
-            graph_outputs: set[int]) -> list[FusedGroup]:
+            graph_outputs: set[int], views: set[int]) -> list[FusedGroup]:
     groups = _topological(groups)
     result: list[FusedGroup] = []
     produced: set[int] = {id(v) for v in g.inputs}
@@ -223,7 +232,7 @@ def _finish(g: Graph, groups: list[_Group], consumers: dict[Value, list[Node]],
                     "before it is computed (a fusion cycle; please report this)")
         produced.update(id(o) for o in outputs)
         result.append(FusedGroup(_name(k, grp, used_names), list(grp.nodes), inputs, outputs,
-                                 grp.master, grp.pattern))
+                                 grp.master, grp.pattern, view=id(grp.master) in views))
     return result
 
 

@@ -4,7 +4,8 @@ Every intermediate value (a group output that is not a graph output) gets a stor
 value is live from the group that writes it to the last group that reads it; when a group has
 run, the storages of values whose last reader it was become free. A new value takes the free
 storage of the best fit (the smallest one that is large enough, else the largest one, grown),
-or a new storage. Graph inputs, outputs and constants keep their own memory.
+or a new storage. Graph inputs, outputs and constants keep their own memory. The parts of a
+zero-copy concat share their root's storage (`concat_views.py`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from ..groups import FusedGroup, MemoryPlan
 from ..ir import Graph, Value
 from ..limits import check_total_bytes
+from .concat_views import concat_views
 
 ALIGN = 64  # bytes; storages are rounded up so every view starts aligned
 
@@ -21,25 +23,45 @@ def _round(n: int) -> int:
 
 
 def plan_memory(g: Graph, groups: list[FusedGroup], reuse: bool = True) -> MemoryPlan:
-    """Storages for the intermediate values of `groups` (run in this order)."""
+    """Storages for the intermediate values of `groups` (run in this order). The parts of a
+    zero-copy concat (groups with `view`) live in their root's storage at their offsets; that
+    storage is live from the first part written to the last read of any of them."""
     external = {id(v) for v in g.inputs} | {id(v) for v in g.outputs}
+    cv = concat_views(g)
+    views = {id(grp.master) for grp in groups if grp.view}
+    if views != cv.nodes:  # groups not cut by fuse_ops' rule: every concat is a kernel
+        views = set()
+    placement = cv.placement if views else {}
+
+    def home(v: Value) -> Value:  # the value whose storage holds v
+        return placement[id(v)][0] if id(v) in placement else v
+
     last_use: dict[int, int] = {}
     for i, grp in enumerate(groups):
         for v in grp.inputs:
-            last_use[id(v)] = i
-    plan = MemoryPlan()
+            last_use[id(home(v))] = i
+    plan = MemoryPlan(concat_copy_bytes=cv.copy_bytes if views else sum(
+        n.outputs[0].nbytes for n in g.nodes if n.op == "concat"),
+        concat_view_bytes=cv.view_bytes if views else 0)
     free: list[int] = []  # storage ids
     for i, grp in enumerate(groups):
         for v in grp.outputs:
             if v.is_const or id(v) in external:
                 continue
-            plan.storage_of[v] = _take(plan, free, _round(v.nbytes)) if reuse else _new(
-                plan, _round(v.nbytes))
+            r = home(v)
+            if r not in plan.storage_of:
+                plan.storage_of[r] = _take(plan, free, _round(r.nbytes)) if reuse else _new(
+                    plan, _round(r.nbytes))
+            if r is not v:
+                plan.storage_of[v] = plan.storage_of[r]
+                plan.offset_of[v] = placement[id(v)][1]
         # values whose last reader is this group (or that nobody reads) are dead now
-        dead = [v for v in _planned_inputs(plan, grp) if last_use.get(id(v)) == i]
-        dead += [v for v in grp.outputs if v in plan.storage_of and id(v) not in last_use]
-        for v in dead:
-            free.append(plan.storage_of[v])
+        homes = {id(home(v)): home(v) for v in grp.inputs + grp.outputs}
+        dead = [r for r in homes.values() if r in plan.storage_of and (
+            last_use.get(id(r)) == i or (id(r) not in last_use and not grp.view))]
+        for r in dead:
+            if plan.storage_of[r] not in free:
+                free.append(plan.storage_of[r])
     io = sum(v.nbytes for v in (*g.inputs, *g.outputs) if not v.is_const)
     check_total_bytes(plan.planned_bytes + io, f"graph {g.name!r}: its intermediate buffers "
                       f"({plan.planned_bytes} bytes planned) with its inputs and outputs")

@@ -14,8 +14,11 @@ from typing import Any, TextIO
 
 from ...pass_infra import PassSwitches, run_named_passes
 from ..ir import Graph
+from .activations import combine_swish
 from .fold import fold_batch_norm, fold_constants
+from .index_ranges import annotate_index_ranges
 from .layout import layout_transform, run_plugin_passes
+from .narrow import legalize_narrow_types
 from .simplify import (
     copy_graph,
     eliminate_common_subexpr,
@@ -46,13 +49,15 @@ def run_graph_passes(g: Graph, passes: Iterable[tuple[str, GraphPass]]) -> Graph
 
 def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[str, GraphPass]]:
     """The pipeline, in order. opt-level 0 only checks types and drops dead nodes."""
-    passes: list[tuple[str, GraphPass]] = [("infer_types", infer_types)]
+    passes: list[tuple[str, GraphPass]] = [("infer_types", infer_types),
+                                           ("legalize_narrow_types", legalize_narrow_types)]
     if opt_level >= 1:
         passes += [
             ("plugin_before_fusion", partial(run_plugin_passes, target=target,
                                              stage="graph.before_fusion")),
             ("fold_batch_norm", fold_batch_norm),
             ("fold_constants", fold_constants),
+            ("combine_swish", combine_swish),
             ("eliminate_common_subexpr", eliminate_common_subexpr),
             ("sink_reshape_past_bias", sink_reshape_past_bias),
         ]
@@ -65,6 +70,7 @@ def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[s
                    ("fold_constants_after_layout", fold_constants)]
     passes += [("eliminate_dead_code", eliminate_dead_code),
                ("split_wide_nodes", split_wide_nodes),
+               ("annotate_index_ranges", annotate_index_ranges),
                ("infer_types_final", infer_types)]
     return passes
 

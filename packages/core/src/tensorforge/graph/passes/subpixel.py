@@ -5,7 +5,10 @@ work is that of the transposed convolution plus a border (a few rows of phases o
 output), instead of the s*s-fold waste of convolving a zero-dilated input. A transposed
 convolution of a 1x1 input (a generator's first layer) becomes a dense layer and a reshape.
 
-Rewritten: groups 1, dilation 1, equal strides, constant weights (and bias)."""
+Rewritten: groups 1, dilation 1, equal strides, constant weights (and bias), and only when
+every phase has the same number of taps (k divisible by s; for a 1x1 input, an output no
+larger than the kernel): otherwise the re-arranged kernel would hold zeros that are not in
+the model, and 0 * inf = NaN would reach outputs a non-finite input does not touch."""
 
 from __future__ import annotations
 
@@ -61,6 +64,8 @@ def _rewrite(g: Graph, n: Node) -> bool:
         dense_w = np.zeros((o, oh, ow, c), w.dtype)
         ys, xs = np.arange(oh) + pt, np.arange(ow) + pl
         vy, vx = ys < kh, xs < kw
+        if not (vy.all() and vx.all()):
+            return False  # outputs beyond the kernel: zeros that are not in the model
         sub = w[:, :, ys[vy]][:, :, :, xs[vx]]  # (C, O, oh', ow')
         dense_w[:, np.flatnonzero(vy)[:, None], np.flatnonzero(vx)[None, :], :] = \
             sub.transpose(1, 2, 3, 0)
@@ -71,6 +76,8 @@ def _rewrite(g: Graph, n: Node) -> bool:
         y = _emit(g, "dense", ins, {}, f"{n.name}_dense")
         _emit(g, "reshape", [y], {"shape": tuple(out.shape)}, f"{n.name}_unflat", out)
         return True
+    if kh % s or kw % s:
+        return False  # phases with fewer taps: zero taps that are not in the model
     jy, jx = -(-kh // s), -(-kw // s)
     q0y, q0x = pt // s, pl // s
     qy, qx = (oh - 1 + pt) // s - q0y + 1, (ow - 1 + pl) // s - q0x + 1

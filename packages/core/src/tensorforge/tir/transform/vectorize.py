@@ -95,6 +95,12 @@ class _Vectorizer(ExprMutator):
         return Cast(dt.with_lanes(e.dtype, _lanes(v)), v)
 
     def visit_Call(self, e: Call) -> PrimExpr:
+        if e.op == "runtime_check":  # (value, condition, description): widen the first two
+            v, ok = self.visit(e.args[0]), self.visit(e.args[1])
+            n = max(_lanes(v), _lanes(ok))
+            if n == 1:
+                return Call(e.dtype, e.op, (v, ok, e.args[2]))
+            return Call(dt.with_lanes(e.dtype, n), e.op, (_bcast(v, n), _bcast(ok, n), e.args[2]))
         args = [self.visit(a) for a in e.args]
         n = max(_lanes(a) for a in args) if args else 1
         if n == 1:
