@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -56,58 +58,14 @@ def _rnn_nan(cat: str, detail: str, plan: dict[str, Any]) -> bool:
             and plan.get("seed") == "lstm_step")
 
 
-def _special_values(cat: str, detail: str, plan: dict[str, Any]) -> bool:
-    """A mismatch in a case that put NaN, an infinity or 1e30 into the model."""
-    if cat != "mismatch":
-        return False
-    for mut in plan.get("mutations", []):
-        if mut.get("kind") in ("nan", "inf", "-inf", "huge"):
-            return True
-        values = [mut.get("value")]
-        if isinstance(mut.get("value"), (list, tuple)):
-            values = list(mut["value"])
-        for v in values:
-            if isinstance(v, float) and (v != v or abs(v) >= 1e30):
-                return True
-    return False
-
-
-def _signature_types(cat: str, detail: str, plan: dict[str, Any]) -> bool:
-    """An internal error in the runtime's package loader after an edit of lib.so.json."""
-    frames = [line for line in detail.splitlines() if line.strip().startswith("File ")]
-    return (cat == "internal" and bool(frames) and "tensorforge/runtime/" in frames[-1]
-            and any(m.get("op") == "json_edit" and m.get("member") == "lib.so.json"
-                    for m in plan.get("mutations", [])))
-
-
 #: Known differences that are not this fuzzer's owner's to fix: an open issue with the branch
 #: that fixes it, or a deviation of the reference itself. Remove an entry when its fix is
 #: merged (the CI test then fails if the problem is still there).
 KNOWN_ISSUES: list[KnownIssue] = [
-    KnownIssue("NaN turned into a number by max-based ops (Relu, Max, Clip, HardSigmoid...)",
-               "issue 12, IEEE semantics (branch semantics)",
-               lambda cat, detail, plan: cat == "mismatch"
-               and "(not nan) where ORT has nan" in detail),
     KnownIssue("ONNX Runtime's LSTM kernel turns a NaN input into numbers (its MLAS sigmoid "
                "and tanh clamp the input); ours propagates the NaN, as its own Sigmoid and "
-               "Tanh ops do", "a deviation of the reference; issue 12 IEEE semantics decides",
-               _rnn_nan),
-    KnownIssue("NaN/infinity handling where a case injected NaN, +-inf or 1e30 (reductions "
-               "and max/min with NaN, inf - inf)", "issue 12, IEEE semantics (branch "
-               "semantics)", _special_values),
-    KnownIssue("Gather with an out-of-range index runs (ORT: 'indices element out of data "
-               "bounds'); fuzz seeds 1567, 3074, 6075", "issue 12, checked indexing (branch "
-               "semantics)", lambda cat, detail, plan: cat == "accepted_invalid"
-               and "out of data bounds" in detail),
-    KnownIssue("the package loader does not check the types of lib.so.json's fields: an int "
-               "target triple is an AttributeError in cpu_features.triple_arch, a list where "
-               "a name belongs a TypeError in module._match (package seeds 6107, 6455)",
-               "runtime / package format (branch rt-safety, merged)", _signature_types),
-    KnownIssue("a zip whose central directory points before the file start makes zipfile "
-               "raise ValueError ('negative seek value'), which read_package does not turn "
-               "into a PackageError (package seed 2157)", "runtime / package format (branch "
-               "rt-safety, merged)", lambda cat, detail, plan: cat == "internal"
-               and "read_package" in detail and "negative seek" in detail),
+               "Tanh ops do", "a deviation of the reference (ours is what ONNX's Sigmoid and "
+               "Tanh define)", _rnn_nan),
 ]
 
 
@@ -257,7 +215,9 @@ def _known(category: str, detail: str, plan: dict[str, Any] | None) -> KnownIssu
 
 
 class Runner:
-    """A pool of `n_workers` processes running cases of one kind (see the module doc)."""
+    """Runs cases of one kind, `n_workers` at a time, each job in a child forked by a fork
+    server (`forkserver.py`: a fresh interpreter that imports everything once), with
+    `timeout` seconds per job (see the module doc)."""
 
     def __init__(self, kind: str, n_workers: int = 2, timeout: float = 60.0,
                  env: dict[str, str] | None = None):
@@ -268,59 +228,69 @@ class Runner:
 
     def run(self, seeds: Iterable[int], *, time_budget: float | None = None,
             progress: Callable[[Report], None] | None = None) -> Report:
-        from tensorforge.autotune.executor import LocalExecutor
-
         report = Report(self.kind)
-        todo = list(seeds)
+        cfg = {"kind": self.kind, "seeds": list(seeds), "workers": self.n_workers,
+               "timeout": self.timeout, "time_budget": time_budget, "target": TARGET}
+        env = {**os.environ, **self.env}
         t0 = time.monotonic()
-        saved = {k: os.environ.get(k) for k in self.env}
-        os.environ.update(self.env)  # the workers inherit it
+        proc = subprocess.Popen([sys.executable, str(HERE / "forkserver.py")],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        pending: dict[int, tuple[Outcome, dict]] = {}  # seed -> (outcome, our result) for ORT
         try:
-            with LocalExecutor(self.n_workers, plugins=PLUGINS) as ex:
-                batch_size = 4 * self.n_workers
-                while todo:
-                    if time_budget is not None and time.monotonic() - t0 > time_budget:
-                        break
-                    batch, todo = todo[:batch_size], todo[batch_size:]
-                    report.outcomes += self._batch(ex, batch)
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write((json.dumps(cfg) + "\n").encode())
+            proc.stdin.close()
+            while True:
+                try:
+                    event = pickle.load(proc.stdout)
+                except EOFError:
+                    raise RuntimeError(f"the fuzz fork server died (exit status "
+                                       f"{proc.wait()}); run tests/fuzz/forkserver.py "
+                                       "by hand to see why") from None
+                if event[0] == "done":
+                    break
+                if event[0] == "ready":
+                    t0 = time.monotonic()  # the time box counts cases, not imports
+                    continue
+                finished = self._event(event, pending)
+                if finished is not None:
+                    report.outcomes.append(self._settle(finished))
                     report.seconds = time.monotonic() - t0
                     if progress:
                         progress(report)
         finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
         report.seconds = time.monotonic() - t0
         return report
 
-    def _batch(self, ex: Any, batch: list[int]) -> list[Outcome]:
-        payloads = [{"kind": self.kind, "seed": s, "target": TARGET} for s in batch]
-        ours = ex.map("jobs:ours", payloads, self.timeout)
-        outcomes, need_ref = [], []
-        for s, res in zip(batch, ours):
-            cat, detail = _classify_ours(res)
-            plan = res.value.get("plan") if res.status == "ok" else None
-            o = Outcome(s, cat, detail, plan, res.duration)
-            outcomes.append(o)
-            if cat == "ok":
-                need_ref.append((o, res.value))
-        if need_ref:
-            refs = ex.map("jobs:reference", [v["reference"] for _, v in need_ref],
-                          self.timeout)
-            for (o, value), res in zip(need_ref, refs):
-                o.category, o.detail = _classify_ref(value, res)
-                if o.category == "mismatch" and (o.plan or {}).get("rehash"):
-                    o.category = "edited"
-        for o in outcomes:
-            known = _known(o.category, o.detail, o.plan)
-            if known is not None:
-                o.detail = f"{o.category} ({known.name}; {known.where}): {o.detail}"
-                o.category = "known"
-            if o.plan is None and o.category in FAILURES:  # the worker died with the plan
-                o.plan = plan_of(self.kind, o.seed)
-        return outcomes
+    def _event(self, event: tuple[Any, ...], pending: dict[int, tuple[Outcome, dict]]
+               ) -> Outcome | None:
+        """The outcome an event completes, or None while its case waits for ORT."""
+        which, seed, res = event
+        if which == "reference":
+            o, value = pending.pop(seed)
+            o.category, o.detail = _classify_ref(value, res)
+            if o.category == "mismatch" and (o.plan or {}).get("rehash"):
+                o.category = "edited"
+            return o
+        cat, detail = _classify_ours(res)
+        plan = res.value.get("plan") if res.status == "ok" else None
+        o = Outcome(seed, cat, detail, plan, res.duration)
+        if cat == "ok":
+            pending[seed] = (o, res.value)
+            return None
+        return o
+
+    def _settle(self, o: Outcome) -> Outcome:
+        known = _known(o.category, o.detail, o.plan)
+        if known is not None:
+            o.detail = f"{o.category} ({known.name}; {known.where}): {o.detail}"
+            o.category = "known"
+        if o.plan is None and o.category in FAILURES:  # the worker died with the plan
+            o.plan = plan_of(self.kind, o.seed)
+        return o
 
 
 def plan_of(kind: str, seed: int) -> dict[str, Any]:
@@ -331,12 +301,14 @@ def plan_of(kind: str, seed: int) -> dict[str, Any]:
     return draw(KINDS[kind].strategy(), seed)
 
 
-def worker_env(memory_limit: str = "256M") -> dict[str, str]:
-    """Environment of the fuzz workers: the fuzz modules importable, a small memory limit (so
-    huge mutated shapes are refused quickly), one OpenMP thread."""
+def worker_env(memory_limit: str = "256M", max_nodes: int = 3000) -> dict[str, str]:
+    """Environment of the fuzz workers: the fuzz modules importable, small size limits (so
+    huge mutated shapes and sequence lengths that unroll a recurrent op into tens of
+    thousands of nodes are refused quickly; the seed models have a few hundred at most), one
+    OpenMP thread."""
     path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH", "")]))
     return {"PYTHONPATH": path, "TENSORFORGE_MEMORY_LIMIT": memory_limit,
-            "OMP_NUM_THREADS": "1"}
+            "TENSORFORGE_MAX_GRAPH_NODES": str(max_nodes), "OMP_NUM_THREADS": "1"}
 
 
 def ensure_importable() -> None:

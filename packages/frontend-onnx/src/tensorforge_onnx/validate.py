@@ -21,6 +21,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from tensorforge.graph.narrow_types import is_narrow
+
 from .context import node_label
 from .errors import InvalidModelError
 from .isolated import InferenceCrash, infer_shapes_isolated
@@ -106,7 +108,7 @@ def initializer_arrays(m: onnx.ModelProto, label: str) -> dict[str, np.ndarray]:
         except (KeyError, TypeError, ValueError):
             raise InvalidModelError(f"{what} has element type {t.data_type}, which is not an "
                                     f"ONNX tensor type. {_HINT}") from None
-        if dtype.kind not in "biuf":
+        if dtype.kind not in "biuf" and not is_narrow(str(dtype)):
             name = onnx.TensorProto.DataType.Name(t.data_type)
             raise InvalidModelError(f"{what} has element type {name}; only numeric and bool "
                                     "tensors are supported.")
