@@ -1,20 +1,20 @@
-"""The fuzz harness: draw cases with hypothesis, run each in a worker process of a pool, and
-classify what happened.
+"""The fuzz harness: draw cases with hypothesis, run each job in a child process forked by
+a fork server (`forkserver.py`), and classify what happened.
 
 A case must end in a clean error (a `TensorforgeError` with a message) or in outputs that
-match ONNX Runtime's. Failures: ``crash`` (the worker died of a signal; it is replaced),
-``hang`` (no result within the time-out; the worker is killed), ``internal`` (any other
+match ONNX Runtime's. Failures: ``crash`` (the job's process died of a signal),
+``hang`` (no result within the time-out; the process is killed), ``internal`` (any other
 exception), ``mismatch`` (outputs differ), ``accepted_invalid`` (we ran a model ONNX Runtime
 rejects as invalid). Not failures: ``clean_error``, ``match``, ``ort_unsupported`` (ORT has no
 kernel for it), ``ort_failed`` (ORT itself crashed or hung), ``skipped`` (no inputs can be
-made), ``known`` (a failure matching an open issue in `KNOWN_ISSUES`, listed but not failing),
+made), ``known`` (a failure matching an entry of `KNOWN_ISSUES`, listed but not failing),
 ``edited`` (a package edited with its manifest hashes recomputed ran and gave another answer:
 a self-consistent edit, as an attacker who rewrites the manifest can make; only pinning the
 whole file, ``tensorforge.load(path, sha256=...)``, catches it, and packages are trusted
 code; crashes, hangs and internal errors of such cases still fail).
 
 Each case is one integer seed: the plan (seed model, mutations) is drawn from it by
-hypothesis in the worker, deterministically. Every failure prints its seed and plan;
+hypothesis in the child, deterministically. Every failure prints its seed and plan;
 ``python tests/fuzz/run.py onnx --seed S`` runs that case again.
 """
 
@@ -46,7 +46,8 @@ RTOL, ATOL = 1e-4, 1e-5
 
 @dataclass(frozen=True)
 class KnownIssue:
-    """A failure class that is fixed on another branch: counted as ``known``, not failing."""
+    """A failure class that is not tensorforge's (a deviation of the reference) or is fixed
+    elsewhere: counted as ``known``, not failing."""
 
     name: str
     where: str

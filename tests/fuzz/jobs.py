@@ -3,9 +3,9 @@
 
 Each job catches everything a case can raise and reports it as data: ``clean`` (a
 TensorforgeError with a message), ``internal`` (any other exception: a bug), ``ok`` (outputs).
-A crash or a hang takes the worker down instead; the pool (tensorforge's LocalExecutor)
-reports those and replaces the worker. The two engines run as separate jobs, so a crash is
-always attributed to the right one."""
+A crash or a hang takes the job's process down instead; the fork server
+(`forkserver.py`) reports those, and the next job runs in a fresh child. The two engines run
+as separate jobs, so a crash is always attributed to the right one."""
 
 from __future__ import annotations
 
