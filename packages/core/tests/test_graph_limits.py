@@ -125,10 +125,11 @@ def test_ops_reading_their_input_twice_stop_fusing_before_the_expression_explode
     g = Graph()
     x = g.add_input("x", (4,), "float32")
     v = g.add("softplus", x)
-    assert input_reads(v.producer) == (2,)
+    (reads,) = input_reads(v.producer)  # 2 when it was log(1 + exp(x)); more in log1p form
+    assert reads >= 2
     _chain(g, v, ["softplus"], 30)
     groups = fuse_ops(g)
-    assert all(2 ** (len(grp.nodes)) <= 2 * MAX_INLINE_SIZE for grp in groups)
+    assert all(reads ** (len(grp.nodes) - 1) <= MAX_INLINE_SIZE for grp in groups)
     assert len(groups) > 1
     g2 = Graph()
     _chain(g2, g2.add_input("x", (4,), "float32"), ["relu"], 30)
