@@ -177,13 +177,6 @@ def _onnx_model(path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def onnx_frontend(plugins):
-    pytest.importorskip("onnx")
-    pytest.importorskip("tensorforge_onnx.frontend")
-    plugins.register("tensorforge_onnx.plugin", "onnx", distribution="tensorforge-frontend-onnx")
-
-
 def test_onnx_model_matches_onnxruntime(llvm_target, onnx_frontend, tmp_path: Path) -> None:
     ort = pytest.importorskip("onnxruntime")
     path = _onnx_model(tmp_path / "tiny.onnx")

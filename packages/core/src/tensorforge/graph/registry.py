@@ -88,6 +88,21 @@ def _ensure_loaded() -> None:
         from . import ops  # noqa: F401  (registers the built-in ops)
 
 
+def require(ok: bool, message: str) -> None:
+    """Type inference's check of its inputs: a TensorforgeError with `message` unless `ok`."""
+    if not ok:
+        raise TensorforgeError(message)
+
+
+def require_rank(types: TypeList, index: int, rank: int | tuple[int, ...], op: str,
+                 what: str = "") -> None:
+    ranks = (rank,) if isinstance(rank, int) else rank
+    require(index < len(types), f"{op}: missing input {index} ({what or 'an input'})")
+    shape = types[index][0]
+    require(len(shape) in ranks, f"{op}: input {index}{f' ({what})' if what else ''} has "
+            f"shape {list(shape)}, expected rank {' or '.join(map(str, ranks))}")
+
+
 def same_as_input(index: int = 0) -> InferFn:
     def infer(types: TypeList, attrs: dict[str, Any]) -> TypeList:
         return [types[index]]

@@ -40,6 +40,7 @@ from typing import Any
 from tensorforge.errors import PackageError, TensorforgeError
 
 from .cfunction import CFunction, params_from_json
+from .package_fields import check_sidecar_fields, check_target_fields
 
 __all__ = ["KERNEL_TABLE_SYMBOL", "LIBRARY_FORMAT", "LibraryModule", "Module",
            "kernel_table_bytes", "kernel_table_c_source", "load_module", "open_library"]
@@ -265,12 +266,14 @@ def open_library(path: str, meta: Mapping[str, Any], data: bytes | None = None,
     and checked before the library is opened (its constructors run at opening)."""
     where = where or repr(path)
     meta = check_sidecar(meta, f"the signature file of {where}")
+    check_sidecar_fields(meta, where, "its signature file")
     if data is None:
         with open(path, "rb") as f:
             data = f.read()
     before = file_kernel_table(data, where)
     if before is not None:
         _match(meta, before, where)
+        _own_target(meta, before, where)
     try:
         lib = ctypes.CDLL(path)
     except OSError as e:
@@ -294,9 +297,21 @@ def open_library(path: str, meta: Mapping[str, Any], data: bytes | None = None,
                                         owner=lib)
         except (KeyError, TypeError, ValueError) as e:
             raise PackageError(f"kernel {name!r} of {where}: malformed signature ({e})") from None
-    full = dict(meta)
-    full.setdefault("target", table.get("target", {}))
+    full = {**meta, "target": _own_target(meta, table, where)}
     return LibraryModule(path, lib, functions, meta.get("entry_name"), full, data)
+
+
+def _own_target(meta: Mapping[str, Any], table: Mapping[str, Any], where: str
+                ) -> dict[str, Any]:
+    """The library's own record of its target (the one that counts), checked; a signature
+    file that says otherwise was edited."""
+    own = check_target_fields(table.get("target"), where, "its kernel table")
+    if meta.get("target") is not None and meta["target"] != own:
+        raise PackageError(f"library {where}: the signature file's target "
+                           f"{json.dumps(meta['target'])[:160]} is not the one in the library's "
+                           f"kernel table ({json.dumps(own)[:160]}); a corrupt or edited "
+                           "package")
+    return own
 
 
 def _match(meta: Mapping[str, Any], table: Mapping[str, Any], where: str

@@ -48,6 +48,7 @@ from .cpu_features import check_host, required_features, triple_arch, triple_os
 from .elf import elf_machine
 from .files import atomic_output
 from .module import Module, open_library
+from .package_fields import REEXPORT, check_requires, malformed_member
 from .params_store import pack_params, unpack_params
 from .validate import check_description
 
@@ -177,56 +178,54 @@ def _check_version(manifest: Mapping[str, Any], where: str) -> None:
 
 def read_package(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, bytes]]:
     """(manifest, verified members by name) of the package bytes `data`: the member list must
-    be exactly the manifest's, every member of the size and sha256 it gives."""
+    be exactly the manifest's, every member of the size and sha256 it gives. Whatever a
+    damaged zip makes Python's readers raise is a `PackageError` naming the member."""
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise PackageError(f"cannot load {where}: not a tensorforge package (.tfpkg, a zip "
                            "written by CompiledModel.export)")
-    try:
+    with malformed_member(where, "the zip's directory"):
         z = zipfile.ZipFile(io.BytesIO(data))
         infos = z.infolist()
-        names = [i.filename for i in infos]
-        if len(names) != len(set(names)):
-            raise PackageError(f"cannot load {where}: a member name appears twice in the zip")
-        if _MANIFEST not in names:
-            raise PackageError(f"cannot load {where}: not a tensorforge package (no manifest)")
-        minfo = z.getinfo(_MANIFEST)
-        if minfo.file_size > _MAX_MANIFEST:
-            raise PackageError(f"cannot load {where}: its manifest is {minfo.file_size} bytes")
-        try:
-            manifest = json.loads(z.read(_MANIFEST))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise PackageError(f"cannot load {where}: its manifest is not valid JSON: "
-                               f"{e}") from None
-        if not isinstance(manifest, dict):
-            raise PackageError(f"cannot load {where}: its manifest is not a JSON object")
-        _check_version(manifest, where)
-        listed = manifest.get("members")
-        if not isinstance(listed, dict) or len(listed) > _MAX_MEMBERS:
-            raise PackageError(f"cannot load {where}: its manifest lists no members")
-        present = set(names) - {_MANIFEST}
-        if present != set(listed):
-            extra, missing = sorted(present - set(listed)), sorted(set(listed) - present)
-            raise PackageError(
-                f"cannot load {where}: its members do not match the manifest (not listed: "
-                f"{extra or 'none'}; missing: {missing or 'none'}); a corrupt or edited package")
-        members: dict[str, bytes] = {}
-        for name, rec in listed.items():
-            if not isinstance(rec, dict) or not isinstance(rec.get("size"), int) or \
-                    not isinstance(rec.get("sha256"), str):
-                raise PackageError(f"cannot load {where}: the manifest entry of {name!r} is "
-                                   "malformed")
-            if z.getinfo(name).file_size != rec["size"]:
-                raise PackageError(f"cannot load {where}: member {name!r} is "
-                                   f"{z.getinfo(name).file_size} bytes, the manifest says "
-                                   f"{rec['size']}; a corrupt or edited package")
+    names = [i.filename for i in infos]
+    if len(names) != len(set(names)):
+        raise PackageError(f"cannot load {where}: a member name appears twice in the zip")
+    if _MANIFEST not in names:
+        raise PackageError(f"cannot load {where}: not a tensorforge package (no manifest)")
+    minfo = z.getinfo(_MANIFEST)
+    if minfo.file_size > _MAX_MANIFEST:
+        raise PackageError(f"cannot load {where}: its manifest is {minfo.file_size} bytes")
+    with malformed_member(where, _MANIFEST):
+        raw = z.read(_MANIFEST)
+    manifest = _json(raw, where, _MANIFEST)
+    if not isinstance(manifest, dict):
+        raise PackageError(f"cannot load {where}: its manifest is not a JSON object")
+    _check_version(manifest, where)
+    listed = manifest.get("members")
+    if not isinstance(listed, dict) or len(listed) > _MAX_MEMBERS:
+        raise PackageError(f"cannot load {where}: its manifest lists no members")
+    present = set(names) - {_MANIFEST}
+    if present != set(listed):
+        extra, missing = sorted(present - set(listed)), sorted(set(listed) - present)
+        raise PackageError(
+            f"cannot load {where}: its members do not match the manifest (not listed: "
+            f"{extra or 'none'}; missing: {missing or 'none'}); a corrupt or edited package")
+    members: dict[str, bytes] = {}
+    for name, rec in listed.items():
+        if not isinstance(rec, dict) or not isinstance(rec.get("size"), int) or \
+                not isinstance(rec.get("sha256"), str):
+            raise PackageError(f"cannot load {where}: the manifest entry of {name!r} is "
+                               "malformed")
+        if z.getinfo(name).file_size != rec["size"]:
+            raise PackageError(f"cannot load {where}: member {name!r} is "
+                               f"{z.getinfo(name).file_size} bytes, the manifest says "
+                               f"{rec['size']}; a corrupt or edited package")
+        with malformed_member(where, f"member {name!r}"):
             blob = z.read(name)
-            if _sha256(blob) != rec["sha256"]:
-                raise PackageError(f"cannot load {where}: member {name!r} does not match its "
-                                   "SHA-256 in the manifest; the package is corrupt or was "
-                                   "edited (nothing of it was run)")
-            members[name] = blob
-    except zipfile.BadZipFile as e:
-        raise PackageError(f"cannot load {where}: a damaged zip ({e})") from None
+        if _sha256(blob) != rec["sha256"]:
+            raise PackageError(f"cannot load {where}: member {name!r} does not match its "
+                               "SHA-256 in the manifest; the package is corrupt or was "
+                               "edited (nothing of it was run)")
+        members[name] = blob
     return manifest, members
 
 
@@ -241,8 +240,9 @@ def _member(manifest: Mapping[str, Any], members: Mapping[str, bytes], name: Any
 def _json(data: bytes, where: str, what: str) -> Any:
     try:
         return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise PackageError(f"cannot load {where}: {what} is not valid JSON: {e}") from None
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError
+        raise PackageError(f"cannot load {where}: {what} is not valid JSON ({e}); "
+                           f"{REEXPORT}") from None
 
 
 # -- the CPU library loader -----------------------------------------------------------------
@@ -254,22 +254,21 @@ def _load_cpu_library(entry: Mapping[str, Any], members: Mapping[str, bytes], tm
     lib_name, sig_name = files.get("library"), files.get("signatures")
     lib = _member({}, members, lib_name, where, "library")
     meta = _json(_member({}, members, sig_name, where, "signature file"), where, sig_name)
-    requires = entry.get("requires")
-    if not isinstance(requires, dict):
-        raise PackageError(f"cannot load {where}: module {entry.get('name')!r} does not say "
-                           "what machine it was built for")
+    requires = check_requires(entry.get("requires"), where, _MANIFEST)
     check_host(requires, f"package {where}")
     arch = elf_machine(lib)
     if arch is not None and arch != host_arch():
         raise PackageError(f"cannot load {where}: its library is {arch} code (the manifest says "
                            f"{requires.get('arch')}), this machine is {host_arch()}; compile "
                            "the model for this machine (--target llvm)")
-    path = os.path.join(tmp, f"{entry.get('name', 'cpu')}.so")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    # a name of our own in the private directory (the entry's name is data: "../x" or an
+    # absolute path must not choose where the library is written)
+    fd, path = tempfile.mkstemp(suffix=".so", prefix="module-", dir=tmp)
     with os.fdopen(fd, "wb") as f:
         f.write(lib)
     try:
-        module = open_library(path, meta, data=lib, where=f"{where}:{lib_name}")
+        with malformed_member(where, f"{sig_name} (the library's signatures)"):
+            module = open_library(path, meta, data=lib, where=f"{where}:{lib_name}")
     finally:
         os.remove(path)  # mapped now; nothing of the package stays on disk
     # the library's own record of its target must not need more than the manifest declared
@@ -323,9 +322,12 @@ def load(path: Any, sha256: str | None = None, max_concurrency: int | None = Non
     graph = _json(_member(manifest, members, manifest.get("graph"), where, "graph"), where,
                   "graph.json")
     pmeta = manifest.get("params") if isinstance(manifest.get("params"), dict) else {}
-    params = unpack_params(_member(manifest, members, pmeta.get("index"), where, "params index"),
-                           _member(manifest, members, pmeta.get("data"), where, "params data"))
-    check_description(graph, params)  # before any library is opened
+    with malformed_member(where, "the parameters (params.json, params.bin)"):
+        params = unpack_params(
+            _member(manifest, members, pmeta.get("index"), where, "params index"),
+            _member(manifest, members, pmeta.get("data"), where, "params data"))
+    with malformed_member(where, "graph.json"):
+        check_description(graph, params)  # before any library is opened
     entries = manifest.get("modules")
     if not isinstance(entries, list):
         raise PackageError(f"cannot load {where}: its manifest lists no modules")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..groups import FusedGroup, MemoryPlan
 from ..ir import Graph, Value
+from ..limits import check_total_bytes
 from .concat_views import concat_views
 
 ALIGN = 64  # bytes; storages are rounded up so every view starts aligned
@@ -61,6 +62,9 @@ def plan_memory(g: Graph, groups: list[FusedGroup], reuse: bool = True) -> Memor
         for r in dead:
             if plan.storage_of[r] not in free:
                 free.append(plan.storage_of[r])
+    io = sum(v.nbytes for v in (*g.inputs, *g.outputs) if not v.is_const)
+    check_total_bytes(plan.planned_bytes + io, f"graph {g.name!r}: its intermediate buffers "
+                      f"({plan.planned_bytes} bytes planned) with its inputs and outputs")
     return plan
 
 

@@ -25,6 +25,7 @@ from .simplify import (
     eliminate_dead_code,
     infer_types,
     sink_reshape_past_bias,
+    split_wide_nodes,
 )
 
 GraphPass = Callable[[Graph], Graph]
@@ -68,6 +69,7 @@ def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[s
         passes += [("eliminate_common_subexpr_after_layout", eliminate_common_subexpr),
                    ("fold_constants_after_layout", fold_constants)]
     passes += [("eliminate_dead_code", eliminate_dead_code),
+               ("split_wide_nodes", split_wide_nodes),
                ("annotate_index_ranges", annotate_index_ranges),
                ("infer_types_final", infer_types)]
     return passes
