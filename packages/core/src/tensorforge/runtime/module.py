@@ -96,6 +96,33 @@ class Module:
             raise TensorforgeError(f"{self.type_key} module has no functions to call")
         return self.get_function(self.entry_name)(*args)
 
+    def time_evaluator(self, name: str, number: int = 1, repeat: int = 3,
+                       min_repeat_ms: float = 0.0) -> Callable[..., Any]:
+        """`f(*args) -> TimeResult`: seconds per call of function `name` (wall clock here;
+        device modules time with device events): `repeat` measurements of `number` calls,
+        `number` raised until one measurement lasts `min_repeat_ms`."""
+        import time
+
+        from .device import TimeResult
+
+        fn = self.get_function(name)
+
+        def measure(args: tuple[Any, ...], n: int) -> float:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn(*args)
+            return (time.perf_counter() - t0) / n
+
+        def evaluate(*args: Any) -> TimeResult:
+            fn(*args)
+            n = max(1, number)
+            if min_repeat_ms > 0:
+                one = max(measure(args, 1), 1e-7)
+                n = max(n, int(-(-min_repeat_ms / 1000.0 // one)))
+            return TimeResult([measure(args, n) for _ in range(max(1, repeat))])
+
+        return evaluate
+
     def export_library(self, path: str | os.PathLike[str]) -> None:
         """Write the kernels as a loadable library (see `load_module`)."""
         raise TensorforgeError(
@@ -320,7 +347,8 @@ def _match(meta: Mapping[str, Any], table: Mapping[str, Any], where: str
 
 
 def load_module(path: str | os.PathLike[str]) -> Module:
-    """Open a library written by `export_library`, with ctypes and its JSON sidecar only."""
+    """Open a library written by `export_library`, with ctypes and its JSON sidecar only (a
+    library of another format, e.g. OpenCL source, loads through the sidecar's `loader`)."""
     path = os.path.abspath(os.fspath(path))
     meta_path = sidecar_path(path)
     try:

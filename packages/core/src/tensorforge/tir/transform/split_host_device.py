@@ -185,14 +185,15 @@ def split_host_device(func: PrimFunc) -> HostProgram:
     steps = sp.steps(func.body)
     if len(sp.kernels) == 1:  # one kernel: it takes the function's name
         k = sp.kernels[0]
-        _rename(steps, k.name, func.name)
+        rename_launches(steps, k.name, func.name)
         k.name = func.name
     return HostProgram(func.name, list(func.params), sp.workspaces, steps, sp.kernels,
                        dict(func.attrs))
 
 
-def _rename(steps: list[dict[str, Any]], old: str, new: str) -> None:
+def rename_launches(steps: list[dict[str, Any]], old: str, new: str) -> None:
+    """Point the launches of kernel `old` in a host plan at `new`."""
     for st in steps:
         if st.get("launch") == old:
             st["launch"] = new
-        _rename(st.get("body", []), old, new)
+        rename_launches(st.get("body", []), old, new)

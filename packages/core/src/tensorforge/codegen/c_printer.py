@@ -1,0 +1,574 @@
+"""`CPrinter(dialect)`: the one walker that turns GPU kernels into C-like source.
+
+It only spells what the passes decided: barriers are `storage_sync` calls placed by
+`thread_sync`, cross-thread reductions are already trees or shuffle calls, the launch shape
+is in the kernel. Everything that differs between languages comes from the `Dialect` table;
+the override points for what a table cannot say are `signature`, `alloc`, `vector_load`,
+`vector_store` and `cast`.
+
+Choices made here, each on proof only:
+- `floordiv` / `floormod` of integers print as C `/` and `%` where the analyzer proves the
+  dividend non-negative and the divisor positive; elsewhere a preamble helper rounds down;
+- a vector access is one vector load or store only for a contiguous ramp (stride 1); other
+  vector indices gather or scatter lane by lane;
+- bool buffers are stored as bytes (`bool` has no defined size in kernel arguments).
+
+`print_module` is pure: it scans the kernels for features, asks the dialect for the preamble,
+and prints each kernel with a fresh per-kernel state.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..arith import Analyzer
+from ..errors import TensorforgeError
+from ..expr import (
+    EQ,
+    GE,
+    GT,
+    LE,
+    LT,
+    NE,
+    Add,
+    And,
+    Broadcast,
+    Buffer,
+    BufferLoad,
+    Call,
+    Cast,
+    Div,
+    FloatImm,
+    FloorDiv,
+    FloorMod,
+    IntImm,
+    Let,
+    Max,
+    Min,
+    Mod,
+    Mul,
+    Not,
+    Or,
+    PrimExpr,
+    Ramp,
+    Range,
+    Select,
+    StringImm,
+    Sub,
+    Var,
+    const,
+    substitute,
+)
+from ..expr import dtype as dt
+from ..tir.stmt import (
+    Allocate,
+    AssertStmt,
+    AttrStmt,
+    BufferStore,
+    Evaluate,
+    For,
+    IfThenElse,
+    LetStmt,
+    SeqStmt,
+    Stmt,
+)
+from .dialect import Dialect, Scope, SyncKind, ThreadAxis
+from .features import scan
+
+_BINARY = {Add: "+", Sub: "-", Mul: "*", EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">",
+           GE: ">=", And: "&&", Or: "||"}
+_C_WORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double",
+            "else", "enum", "extern", "float", "for", "goto", "if", "int", "long", "register",
+            "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+            "union", "unsigned", "void", "volatile", "while", "half", "bool", "kernel",
+            "global", "local", "constant", "private", "device", "threadgroup", "uint", "uchar",
+            "int2", "float4", "min", "max", "exp", "log", "abs", "sqrt", "pow", "select",
+            "main", "signed", "inline", "restrict", "barrier", "vector", "metal", "using"}
+
+
+class CodegenError(TensorforgeError):
+    """Something the dialect cannot spell, or a construct the printer does not support."""
+
+
+class CPrinter:
+    """Prints kernels (objects with `name`, `params`, `body`, `block`, `thread_vars`) in one
+    dialect. Subclass to override `signature`, `alloc`, `vector_load`, `vector_store`, `cast`
+    where the dialect table cannot express a difference."""
+
+    def __init__(self, dialect: Dialect):
+        self.dialect = dialect
+
+    def print_module(self, kernels: Sequence[Any]) -> str:
+        features = scan(kernels)
+        parts = []
+        if self.dialect.preamble is not None:
+            parts.append(self.dialect.preamble(features).strip())
+        parts += [self.print_kernel(k) for k in kernels]
+        return "\n\n".join(p for p in parts if p) + "\n"
+
+    def print_kernel(self, kernel: Any) -> str:
+        return _KernelPrinter(self, kernel).text()
+
+    # override points -------------------------------------------------------------------
+    def signature(self, kernel: Any, params: list[str]) -> str:
+        d = self.dialect
+        attrs = d.kernel_attrs(kernel.block) if d.kernel_attrs is not None else ""
+        all_params = params + list(d.implicit_params)
+        sep = ",\n    "
+        return f"{d.kernel_qualifier}{attrs} {kernel.name}(\n    {sep.join(all_params)})"
+
+    def alloc(self, scope: Scope, ctype: str, name: str, size: int) -> str:
+        qual = self.dialect.alloc_qualifier.get(scope, "")
+        return f"{qual + ' ' if qual else ''}{ctype} {name}[{size}];"
+
+    def vector_load(self, ptr: str, offset: str, lanes: int, ctype: str) -> str:
+        return self.dialect.vector_load.format(lanes=lanes, ptr=ptr, offset=offset,
+                                               vtype=ctype)
+
+    def vector_store(self, ptr: str, offset: str, lanes: int, value: str) -> str:
+        return self.dialect.vector_store.format(lanes=lanes, ptr=ptr, offset=offset,
+                                                value=value) + ";"
+
+    def cast(self, to: str, value: str, src_dtype: str, dst_dtype: str) -> str:
+        d = self.dialect
+        if dt.lanes(dst_dtype) > 1 and d.vector_convert is not None:
+            return d.vector_convert.format(vtype=to, value=value)
+        return f"(({to})({value}))"
+
+
+def _ident(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9_]", "_", name) or "v"
+    if s[0].isdigit():
+        s = "v" + s
+    return s + "_" if s in _C_WORDS else s
+
+
+def kernel_name(name: str, used: set[str]) -> str:
+    """A C identifier for a kernel, unique within `used` (which it joins)."""
+    base = n = _ident(name)
+    k = 1
+    while n in used:
+        n = f"{base}_{k}"
+        k += 1
+    used.add(n)
+    return n
+
+
+class _KernelPrinter:
+    """The per-kernel state of one print: names, indentation, the analyzer's loop ranges."""
+
+    def __init__(self, printer: CPrinter, kernel: Any):
+        self.p = printer
+        self.d = printer.dialect
+        self.k = kernel
+        self.names: dict[Any, str] = {}
+        self.used: set[str] = set()
+        self.lines: list[str] = []
+        self.depth = 1
+        self.ana = Analyzer()
+        self.global_data: set[Var] = {b.data for b in kernel.params if isinstance(b, Buffer)}
+        self.asserts: list[str] = []
+        self.tmp = 0
+
+    # names -------------------------------------------------------------------------------
+    def name(self, key: Any, base: str) -> str:
+        n = self.names.get(key)
+        if n is None:
+            n = _ident(base)
+            k = 1
+            while n in self.used:
+                n = f"{_ident(base)}_{k}"
+                k += 1
+            self.used.add(n)
+            self.names[key] = n
+        return n
+
+    def fresh(self, base: str) -> str:
+        self.tmp += 1
+        return self.name(object(), f"{base}{self.tmp}")
+
+    def emit(self, line: str) -> None:
+        self.lines.append("  " * self.depth + line)
+
+    # types ---------------------------------------------------------------------------------
+    def ctype(self, dtype: str) -> str:
+        """The C type of a value of `dtype` (float16 computes in float where storage only)."""
+        p = dt.parse(dtype)
+        elem = p.element
+        if elem == "float16" and self.d.half_storage_only:
+            elem = "float32"
+        if p.lanes > 1:
+            if elem == "bool":
+                elem = "int32"
+            if p.lanes not in self.d.vector_lanes:
+                raise CodegenError(f"{self.d.name} has no {p.lanes}-lane vectors ({dtype}); "
+                                   f"use one of {self.d.vector_lanes} lanes")
+            return self.d.vector_type.format(type=self.d.type_name(elem), lanes=p.lanes)
+        return self.d.type_name(elem)
+
+    def storage_type(self, dtype: str) -> str:
+        elem = dt.element(dtype)
+        if elem == "bool":
+            return self.d.bool_storage
+        return self.d.type_name(elem)
+
+    # the kernel ----------------------------------------------------------------------------
+    def text(self) -> str:
+        k = self.k
+        written = _written(k.body)
+        params = []
+        for i, prm in enumerate(k.params):
+            if isinstance(prm, Buffer):
+                qual = self.d.param_qualifier.get(Scope.GLOBAL, "")
+                params.append(self.d.buffer_param.format(
+                    qual=qual + " " if qual else "",
+                    const="" if prm.data in written else "const ",
+                    type=self.storage_type(prm.dtype), restrict=self.d.restrict + " "
+                    if self.d.restrict else "", name=self.name(prm.data, prm.name), index=i))
+            else:
+                params.append(self.d.scalar_param.format(
+                    type=self.ctype(prm.dtype), name=self.name(prm, prm.name), index=i))
+        for tag, var in sorted(k.thread_vars.items()):
+            axis = ThreadAxis.BLOCK if tag.startswith("blockIdx") else ThreadAxis.THREAD
+            dim = "xyz".index(tag[-1])
+            self.emit(f"const int {self.name(var, tag)} = {self.d.thread_index[(axis, dim)]};")
+            ext = (k.grid if axis is ThreadAxis.BLOCK else k.block)[dim]
+            self.ana.bind(var, Range(const(0), const(ext)))
+        self.stmt(k.body)
+        if self.asserts:
+            qual = self.d.param_qualifier.get(Scope.GLOBAL, "")
+            params.append(self.d.buffer_param.format(
+                qual=qual + " " if qual else "", const="", type="int", restrict="",
+                name="tf_status", index=len(params)))
+        head = self.p.signature(k, params)
+        return head + " {\n" + "\n".join(self.lines) + "\n}"
+
+    # statements ----------------------------------------------------------------------------
+    def stmt(self, s: Stmt) -> None:
+        m = getattr(self, "s_" + type(s).__name__, None)
+        if m is None:
+            raise CodegenError(f"{self.d.name} printer: no rule for statement "
+                               f"{type(s).__name__}:\n{s}")
+        m(s)
+
+    def s_SeqStmt(self, s: SeqStmt) -> None:
+        for x in s.seq:
+            self.stmt(x)
+
+    def s_For(self, s: For) -> None:
+        v = self.name(s.loop_var, s.loop_var.name)
+        t = self.ctype(s.loop_var.dtype)
+        lo, ext = self.expr(s.min), s.extent
+        end = self.expr(self.ana.simplify(s.min + ext))
+        if s.kind == "unrolled" and self.d.unroll_pragma:
+            self.emit(self.d.unroll_pragma)
+        self.emit(f"for ({t} {v} = {lo}; {v} < {end}; ++{v}) {{")
+        self.depth += 1
+        with self.ana.scoped_bind(s.loop_var, Range(s.min, ext)):
+            self.stmt(s.body)
+        self.depth -= 1
+        self.emit("}")
+
+    def s_IfThenElse(self, s: IfThenElse) -> None:
+        cond = s.condition
+        if isinstance(cond, Call) and cond.op == "likely":
+            cond = cond.args[0]
+        self.emit(f"if ({_strip(self.expr(cond))}) {{")
+        self.depth += 1
+        with self.ana.with_constraint(cond):
+            self.stmt(s.then_case)
+        self.depth -= 1
+        if s.else_case is not None:
+            self.emit("} else {")
+            self.depth += 1
+            with self.ana.with_constraint(Not(cond)):
+                self.stmt(s.else_case)
+            self.depth -= 1
+        self.emit("}")
+
+    def s_LetStmt(self, s: LetStmt) -> None:
+        v = self.name(s.var, s.var.name)
+        self.emit(f"const {self.ctype(s.var.dtype)} {v} = {_strip(self.expr(s.value))};")
+        self.stmt(s.body)
+
+    def s_AttrStmt(self, s: AttrStmt) -> None:
+        self.stmt(s.body)
+
+    def s_AssertStmt(self, s: AssertStmt) -> None:
+        self.asserts.append(s.message)
+        self.emit(f"if (!({_strip(self.expr(s.condition))})) {{ tf_status[0] = "
+                  f"{len(self.asserts)}; return; }}")
+        self.stmt(s.body)
+
+    def s_Evaluate(self, s: Evaluate) -> None:
+        v = s.value
+        if isinstance(v, IntImm):
+            return
+        if isinstance(v, Call) and v.op == "storage_sync":
+            scope = v.args[0].value if v.args and isinstance(v.args[0], StringImm) else "shared"
+            spelled = self.d.barrier.get(SyncKind(scope))
+            if spelled is None:
+                raise CodegenError(f"{self.d.name} has no {scope} barrier "
+                                   f"(storage_sync({scope!r}))")
+            self.emit(spelled + ";")
+            return
+        self.emit(_strip(self.expr(v)) + ";")
+
+    def s_Allocate(self, s: Allocate) -> None:
+        b = s.buffer
+        size = b.shape[0] if len(b.shape) == 1 else None
+        if not isinstance(size, IntImm):
+            raise CodegenError(f"{self.d.name} printer: allocation {b.name} needs a constant "
+                               f"1-d size, got {list(b.shape)}")
+        try:
+            scope = Scope(b.scope)
+        except ValueError:
+            raise CodegenError(f"{self.d.name} printer: buffer {b.name} has scope {b.scope!r}, "
+                               "which a C-like GPU kernel cannot allocate") from None
+        if scope is Scope.GLOBAL:
+            raise CodegenError(f"{self.d.name} printer: global buffer {b.name} allocated inside "
+                               "a kernel; the host/device split makes those workspaces")
+        elem = self.ctype(dt.element(b.dtype))
+        if dt.element(b.dtype) == "bool":
+            elem = self.d.bool_storage
+        self.emit(self.p.alloc(scope, elem, self.name(b.data, b.name), size.value))
+        self.stmt(s.body)
+
+    def s_BufferStore(self, s: BufferStore) -> None:
+        b = s.buffer
+        ptr = self.name(b.data, b.name)
+        (idx,) = s.indices
+        lanes = dt.lanes(s.value.dtype)
+        half = self._half_storage(b)
+        is_bool = dt.element(b.dtype) == "bool"
+        if lanes == 1:
+            val = _strip(self.expr(s.value))
+            if half:
+                self.emit(self.d.half_store.format(value=val, offset=_strip(self.expr(idx)),
+                                                   ptr=ptr) + ";")
+            elif is_bool:
+                self.emit(f"{ptr}[{_strip(self.expr(idx))}] = ({self.d.bool_storage})({val});")
+            else:
+                self.emit(f"{ptr}[{_strip(self.expr(idx))}] = {val};")
+            return
+        if _contiguous(idx) and not is_bool:
+            off = _strip(self.expr(idx.base))  # type: ignore[attr-defined]
+            val = _strip(self.expr(s.value))
+            if half:
+                self.emit(self.d.half_vector_store.format(lanes=lanes, value=val, ptr=ptr,
+                                                          offset=off) + ";")
+            else:
+                self.emit(self.p.vector_store(ptr, off, lanes, val))
+            return
+        tmp = self.fresh("v")  # scatter: one store per lane
+        self.emit(f"const {self.ctype(s.value.dtype)} {tmp} = {_strip(self.expr(s.value))};")
+        for k in range(lanes):
+            lane = f"{tmp}{self.d.lane_access.format(lane=k)}"
+            i = self.lane_index(idx, k)
+            if half:
+                self.emit(self.d.half_store.format(value=lane, offset=i, ptr=ptr) + ";")
+            elif is_bool:
+                self.emit(f"{ptr}[{i}] = ({self.d.bool_storage})({lane} != 0);")
+            else:
+                self.emit(f"{ptr}[{i}] = {lane};")
+
+    def _half_storage(self, b: Buffer) -> bool:
+        return (self.d.half_storage_only and dt.element(b.dtype) == "float16"
+                and b.data in self.global_data)
+
+    def lane_index(self, idx: PrimExpr, k: int) -> str:
+        if isinstance(idx, Ramp):
+            return _strip(self.expr(self.ana.simplify(idx.base + idx.stride * k)))
+        if isinstance(idx, Broadcast):
+            return _strip(self.expr(idx.value))
+        return f"{self.expr(idx)}{self.d.lane_access.format(lane=k)}"
+
+    # expressions ---------------------------------------------------------------------------
+    def expr(self, e: PrimExpr) -> str:
+        m = getattr(self, "e_" + type(e).__name__, None)
+        if m is None:
+            for klass, op in _BINARY.items():
+                if isinstance(e, klass):
+                    return f"({self.expr(e.a)} {op} {self.expr(e.b)})"  # type: ignore[attr-defined]
+            raise CodegenError(f"{self.d.name} printer: no rule for {type(e).__name__} ({e})")
+        return m(e)
+
+    def e_Var(self, e: Var) -> str:
+        return self.name(e, e.name)
+
+    e_SizeVar = e_Var
+
+    def e_IntImm(self, e: IntImm) -> str:
+        if e.dtype == "bool":
+            return "true" if e.value else "false"
+        if e.dtype in ("int64", "uint64") and not -(2**31) <= e.value < 2**31:
+            return f"{e.value}{self.d.int64_suffix}"
+        if e.dtype == "int32":
+            return str(e.value) if e.value != -(2**31) else "(-2147483647 - 1)"
+        return f"(({self.ctype(e.dtype)}){e.value})"
+
+    def e_FloatImm(self, e: FloatImm) -> str:
+        v = e.value
+        if math.isnan(v):
+            return self.d.nan
+        if math.isinf(v):
+            return self.d.inf if v > 0 else f"(-{self.d.inf})"
+        if e.dtype == "float64":
+            return repr(float(v))
+        text = f"{v:.9g}"
+        if "e" not in text and "." not in text and "n" not in text:
+            text += ".0"
+        lit = text + self.d.float_suffix
+        if e.dtype == "float16" and not self.d.half_storage_only:
+            return f"(({self.ctype('float16')}){lit})"
+        return lit
+
+    def e_StringImm(self, e: StringImm) -> str:
+        return '"' + e.value.replace('"', '\\"') + '"'
+
+    def e_Div(self, e: Div) -> str:
+        return f"({self.expr(e.a)} / {self.expr(e.b)})"
+
+    def e_Mod(self, e: Mod) -> str:
+        if dt.is_float(e.dtype):
+            return self.math("fmod", e.dtype, [e.a, e.b])
+        return f"({self.expr(e.a)} % {self.expr(e.b)})"
+
+    def _nonneg_div(self, e: FloorDiv | FloorMod) -> bool:
+        return self.ana.can_prove(e.a >= 0) and self.ana.can_prove(e.b > 0)
+
+    def e_FloorDiv(self, e: FloorDiv) -> str:
+        if dt.is_float(e.dtype):
+            return self.math("floor", e.dtype, [Div(e.a, e.b)])
+        if dt.is_uint(e.dtype) or self._nonneg_div(e):
+            return f"({self.expr(e.a)} / {self.expr(e.b)})"
+        return f"tf_floordiv_{self.ctype(dt.element(e.dtype))}({self.expr(e.a)}, " \
+               f"{self.expr(e.b)})"
+
+    def e_FloorMod(self, e: FloorMod) -> str:
+        if dt.is_float(e.dtype):
+            a, b = self.expr(e.a), self.expr(e.b)
+            return f"({a} - {self.math('floor', e.dtype, [Div(e.a, e.b)])} * {b})"
+        if dt.is_uint(e.dtype) or self._nonneg_div(e):
+            return f"({self.expr(e.a)} % {self.expr(e.b)})"
+        return f"tf_floormod_{self.ctype(dt.element(e.dtype))}({self.expr(e.a)}, " \
+               f"{self.expr(e.b)})"
+
+    def e_Min(self, e: Min) -> str:
+        return self.math("min", e.dtype, [e.a, e.b])
+
+    def e_Max(self, e: Max) -> str:
+        return self.math("max", e.dtype, [e.a, e.b])
+
+    def e_Not(self, e: Not) -> str:
+        return f"(!{self.expr(e.a)})"
+
+    def e_Select(self, e: Select) -> str:
+        return f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : " \
+               f"{self.expr(e.false_value)})"
+
+    def e_Let(self, e: Let) -> str:
+        return self.expr(substitute(e.body, {e.var: e.value}))
+
+    def e_Cast(self, e: Cast) -> str:
+        src, dst = e.value.dtype, e.dtype
+        value = self.expr(e.value)
+        if self.ctype(src) == self.ctype(dst):
+            return value  # e.g. float16 <-> float32 where float16 is storage only
+        if dt.is_bool(dst) and dt.lanes(dst) == 1:
+            return f"({value} != 0)"
+        if dt.is_bool(src) and dt.lanes(src) > 1:
+            vt = self.ctype(dst)
+            one = self.d.vector_broadcast.format(vtype=vt, value=1)
+            zero = self.d.vector_broadcast.format(vtype=vt, value=0)
+            return f"({value} ? {one} : {zero})"
+        return self.p.cast(self.ctype(dst), value, src, dst)
+
+    def e_Ramp(self, e: Ramp) -> str:
+        lanes = [_strip(self.expr(self.ana.simplify(e.base + e.stride * k)))
+                 for k in range(e.lanes)]
+        return self.d.vector_ctor.format(vtype=self.ctype(e.dtype), args=", ".join(lanes))
+
+    def e_Broadcast(self, e: Broadcast) -> str:
+        return self.d.vector_broadcast.format(vtype=self.ctype(e.dtype),
+                                              value=_strip(self.expr(e.value)))
+
+    def e_BufferLoad(self, e: BufferLoad) -> str:
+        b = e.buffer
+        ptr = self.name(b.data, b.name)
+        (idx,) = e.indices
+        lanes = dt.lanes(e.dtype)
+        half = self._half_storage(b)
+        is_bool = dt.element(b.dtype) == "bool"
+        if lanes == 1:
+            i = _strip(self.expr(idx))
+            if half:
+                return self.d.half_load.format(offset=i, ptr=ptr)
+            return f"({ptr}[{i}] != 0)" if is_bool else f"{ptr}[{i}]"
+        if _contiguous(idx) and not is_bool:
+            off = _strip(self.expr(idx.base))  # type: ignore[attr-defined]
+            if half:
+                return self.d.half_vector_load.format(lanes=lanes, ptr=ptr, offset=off)
+            return self.p.vector_load(ptr, off, lanes, self.ctype(e.dtype))
+        parts = []
+        for k in range(lanes):
+            i = self.lane_index(idx, k)
+            if half:
+                parts.append(self.d.half_load.format(offset=i, ptr=ptr))
+            else:
+                parts.append(f"({ptr}[{i}] != 0)" if is_bool else f"{ptr}[{i}]")
+        vt = self.ctype(e.dtype)
+        return self.d.vector_ctor.format(vtype=vt, args=", ".join(parts))
+
+    def e_Call(self, e: Call) -> str:
+        op = e.op
+        if op == "likely":
+            return self.expr(e.args[0])
+        if op == "if_then_else":
+            c, t, f = e.args
+            return f"({self.expr(c)} ? {self.expr(t)} : {self.expr(f)})"
+        if op in ("tir.shuffle_down", "tir.shuffle_idx"):
+            tmpl = self.d.shuffle_down if op == "tir.shuffle_down" else self.d.shuffle_idx
+            if tmpl is None:
+                raise CodegenError(f"{self.d.name} has no warp shuffles ({op}); the reduction "
+                                   "should have lowered to a shared-memory tree")
+            v, off, width = (_strip(self.expr(a)) for a in e.args)
+            return tmpl.format(value=v, offset=off, width=width)
+        dtype = e.args[0].dtype if e.args else e.dtype
+        return self.math(op, dtype, list(e.args))
+
+    def math(self, op: str, dtype: str, args: list[PrimExpr]) -> str:
+        elem = dt.element(dtype)
+        if elem == "float16" and self.d.half_storage_only:
+            elem = "float32"
+        tmpl = self.d.math_template(op, elem)
+        if tmpl is None:
+            raise CodegenError(f"{self.d.name} has no spelling for {op}({dtype}); add it to "
+                               "the dialect's math table")
+        return tmpl.format(*[_strip(self.expr(a)) for a in args])
+
+
+def _contiguous(idx: PrimExpr) -> bool:
+    return isinstance(idx, Ramp) and isinstance(idx.stride, IntImm) and idx.stride.value == 1
+
+
+def _strip(text: str) -> str:
+    """Drop one pair of enclosing parentheses (the statement context does not need them)."""
+    if len(text) >= 2 and text[0] == "(" and text[-1] == ")":
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and i < len(text) - 1:
+                return text
+        return text[1:-1]
+    return text
+
+
+def _written(body: Stmt) -> set[Var]:
+    from ..expr import post_order_collect
+
+    return {s.buffer.data for s in post_order_collect(body, lambda n: isinstance(n, BufferStore))}
