@@ -26,3 +26,12 @@ OPENCL = TargetKind(
 @hookimpl
 def register_targets(register):
     register(OPENCL)
+
+
+@hookimpl
+def register_strategies(register, target):
+    """Core's GPU templates (conv2d, dense, pools, softmax, layer norm)."""
+    if target.kind.name == "opencl":
+        from tensorforge.ops.schedules_gpu import register_gpu_strategies
+
+        register_gpu_strategies(register, target)

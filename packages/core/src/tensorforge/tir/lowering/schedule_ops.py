@@ -262,7 +262,9 @@ class _Lowering:
         for iv in bound[1:]:
             head = _c.logical_and(head, _c.cmp(EQ, iv.var, 0))
         dp_preds = [c for c in sb.predicates if not uses_var(c, lambda v: v in reduce_leaf)]
-        store = IfThenElse(head, self._guard(self._store_all(outs, result, out_idx), dp_preds))
+        store = self._guard(self._store_all(outs, result, out_idx), dp_preds)
+        if any(b.scope != "local" for b in outs):  # one write; a local copy in every thread
+            store = IfThenElse(head, store)
         body = seq(init, self._loops(st, serial, update), allreduce, store)
         for a in reversed(accs):
             body = Allocate(a, body)
