@@ -317,6 +317,8 @@ class DeviceModule(Module):
     """Kernels of one `build` for a device target (see the module docstring)."""
 
     type_key = "device"
+    #: how the tuner times it: device events around the kernels
+    timing = "device"
 
     def __init__(self, desc: Mapping[str, Any], source: str):
         self.desc = dict(desc)
