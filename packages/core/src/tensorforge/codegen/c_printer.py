@@ -445,8 +445,8 @@ class _KernelPrinter:
             return self.math("floor", e.dtype, [Div(e.a, e.b)])
         if dt.is_uint(e.dtype) or self._nonneg_div(e):
             return f"({self.expr(e.a)} / {self.expr(e.b)})"
-        return f"tf_floordiv_{self.ctype(dt.element(e.dtype))}({self.expr(e.a)}, " \
-               f"{self.expr(e.b)})"
+        return f"tf_floordiv_{self.ctype(dt.element(e.dtype))}({_strip(self.expr(e.a))}, " \
+               f"{_strip(self.expr(e.b))})"
 
     def e_FloorMod(self, e: FloorMod) -> str:
         if dt.is_float(e.dtype):
@@ -454,8 +454,8 @@ class _KernelPrinter:
             return f"({a} - {self.math('floor', e.dtype, [Div(e.a, e.b)])} * {b})"
         if dt.is_uint(e.dtype) or self._nonneg_div(e):
             return f"({self.expr(e.a)} % {self.expr(e.b)})"
-        return f"tf_floormod_{self.ctype(dt.element(e.dtype))}({self.expr(e.a)}, " \
-               f"{self.expr(e.b)})"
+        return f"tf_floormod_{self.ctype(dt.element(e.dtype))}({_strip(self.expr(e.a))}, " \
+               f"{_strip(self.expr(e.b))})"
 
     def e_Min(self, e: Min) -> str:
         return self.math("min", e.dtype, [e.a, e.b])

@@ -161,8 +161,8 @@ class _Splitter:
             args.append(["param", self.data_of[b.data]] if b.data in self.data_of
                         else ["workspace", self.ws_of[b.data]])
         for v in scalars:
-            args.append(["param", self.params.index(v)] if v in self.params
-                        else ["var", v.name])
+            pos = next((i for i, p in enumerate(self.params) if p is v), None)
+            args.append(["param", pos] if pos is not None else ["var", v.name])
         shared = sum(a.buffer.shape[0].value * dt.nbytes(a.buffer.dtype)
                      for a in post_order_collect(body, lambda n: isinstance(n, Allocate))
                      if a.buffer.scope == "shared" and isinstance(a.buffer.shape[0], IntImm))

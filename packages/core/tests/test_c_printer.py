@@ -1,0 +1,100 @@
+"""The C printer is driven by the dialect table: a CUDA-like dialect written here as data
+alone spells threads, barriers, shuffles, launch bounds and float4 differently, and a dialect
+without vector arithmetic gets its vector stores split per lane."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import tensorforge
+from tensorforge import te
+from tensorforge.codegen import CodegenError, CPrinter, Dialect, Scope, SyncKind, ThreadAxis
+from tensorforge.codegen.legalize import legalize
+from tensorforge.tir.transform.split_host_device import split_host_device
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_gpu_lowering import _row_sum, gpu, shared_matmul  # noqa: E402,F401
+
+CUDA_LIKE = Dialect(
+    name="cuda-like",
+    kernel_qualifier='extern "C" __global__ void',
+    param_qualifier={},
+    alloc_qualifier={Scope.SHARED: "__shared__"},
+    thread_index={**{(ThreadAxis.BLOCK, d): f"(int)blockIdx.{'xyz'[d]}" for d in range(3)},
+                  **{(ThreadAxis.THREAD, d): f"(int)threadIdx.{'xyz'[d]}" for d in range(3)}},
+    barrier={SyncKind.SHARED: "__syncthreads()", SyncKind.GLOBAL: None,
+             SyncKind.WARP: "__syncwarp()"},
+    scope_in_pointer_type=False,
+    restrict="__restrict__",
+    kernel_attrs=lambda block: f" __launch_bounds__({block[0] * block[1] * block[2]})",
+    type_names={"int64": "long long", "int8": "signed char", "uint8": "unsigned char"},
+    vector_type="{type}{lanes}", vector_ctor="make_{vtype}({args})", lane_access=".{lane}",
+    vector_lanes=(2, 4), vector_arith=False,
+    math={("exp", "float32"): "__expf({0})", ("sqrt", "float32"): "sqrtf({0})"},
+    shuffle_down="__shfl_down_sync(0xffffffff, {value}, {offset}, {width})",
+    shuffle_idx="__shfl_sync(0xffffffff, {value}, {offset}, {width})",
+    unroll_pragma="#pragma unroll",
+)
+
+
+def _kernels(s, args, target):
+    prog = split_host_device(tensorforge.lower(s, args, target=target))
+    for k in prog.kernels:
+        k.body = legalize(k.body, CUDA_LIKE)
+    return prog.kernels
+
+
+def test_a_dialect_is_data(gpu):
+    s, args = shared_matmul()
+    src = CPrinter(CUDA_LIKE).print_module(_kernels(s, args, gpu))
+    assert 'extern "C" __global__ void __launch_bounds__(256) main(' in src
+    assert "float* __restrict__ C" in src and "const float* __restrict__ A" in src
+    assert "const int threadIdx_x = (int)threadIdx.x;" in src
+    assert "__shared__ float A_shared[256];" in src
+    assert src.count("__syncthreads();") == 2
+
+
+def test_shuffle_spelling(gpu):
+    from tensorforge.tir.transform.lower_allreduce import lower_thread_allreduce
+    from tensorforge.tir.transform.lower_thread_binding import lower_thread_bindings
+    from tensorforge.tir.transform.storage_flatten import storage_flatten
+
+    s, args = _row_sum(32)
+    f = lower_thread_allreduce(lower_thread_bindings(storage_flatten(
+        tensorforge.lower(s, args, simple_mode=True))), warp_size=32)
+    prog = split_host_device(f)
+    src = CPrinter(CUDA_LIKE).print_module(prog.kernels)
+    assert "__shfl_down_sync(0xffffffff, S_red[0], 16, 32)" in src
+    assert "__shfl_sync(0xffffffff, S_red[0], 0, 32)" in src
+
+
+def test_vector_stores_split_per_lane_without_vector_arithmetic(gpu):
+    A = te.placeholder((16, 8), name="A")
+    B = te.compute((16, 8), lambda i, j: te.exp(A[i, j]) * 2.0, name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
+    o, i = s[B].split(B.op.axis[1], factor=4)
+    s[B].vectorize(i)
+    src = CPrinter(CUDA_LIKE).print_module(_kernels(s, [A, B], gpu))
+    assert "float4" not in src
+    assert src.count("__expf(A[") == 4
+
+
+def test_a_missing_spelling_names_the_dialect(gpu):
+    A = te.placeholder((16,), name="A")
+    B = te.compute((16,), lambda i: te.erf(A[i]), name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
+    no_erf = replace(CUDA_LIKE, math={("erf", ""): None})  # type: ignore[dict-item]
+    with pytest.raises(CodegenError, match=r"cuda-like has no spelling for erf\(float32\)"):
+        CPrinter(no_erf).print_module(_kernels(s, [A, B], gpu))
+
+
+def test_dialect_must_say_every_thread_index():
+    with pytest.raises(ValueError, match="thread_index lacks threadIdx.z"):
+        replace(CUDA_LIKE, thread_index={k: v for k, v in CUDA_LIKE.thread_index.items()
+                                         if k != (ThreadAxis.THREAD, 2)})
