@@ -4,9 +4,7 @@ without vector arithmetic gets its vector stores split per lane."""
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -14,10 +12,14 @@ import tensorforge
 from tensorforge import te
 from tensorforge.codegen import CodegenError, CPrinter, Dialect, Scope, SyncKind, ThreadAxis
 from tensorforge.codegen.legalize import legalize
+from tensorforge.testing.gpu_schedules import ToyGPUPlugin, row_sum, shared_matmul
 from tensorforge.tir.transform.split_host_device import split_host_device
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_gpu_lowering import _row_sum, gpu, shared_matmul  # noqa: E402,F401
+
+@pytest.fixture
+def gpu(plugins):
+    plugins.register(ToyGPUPlugin(), "toygpu", distribution="toy")
+    return tensorforge.target.Target.parse("toygpu")
 
 CUDA_LIKE = Dialect(
     name="cuda-like",
@@ -63,7 +65,7 @@ def test_shuffle_spelling(gpu):
     from tensorforge.tir.transform.lower_thread_binding import lower_thread_bindings
     from tensorforge.tir.transform.storage_flatten import storage_flatten
 
-    s, args = _row_sum(32)
+    s, args = row_sum(32)
     f = lower_thread_allreduce(lower_thread_bindings(storage_flatten(
         tensorforge.lower(s, args, simple_mode=True))), warp_size=32)
     prog = split_host_device(f)

@@ -8,52 +8,14 @@ import pytest
 
 import tensorforge
 from tensorforge import te
-from tensorforge.plugins import hookimpl
-from tensorforge.target import TargetKind, TargetOption
+from tensorforge.testing.gpu_schedules import TOY_GPU, ToyGPUPlugin, row_sum, shared_matmul
 from tensorforge.tir.transform.pipeline import PassContext
-
-TOY = TargetKind(name="toygpu", device_type="gpu", keys=("toygpu", "gpu"),
-                 options={"max-threads-per-block": TargetOption(int, 1024, ""),
-                          "max-shared-memory-per-block": TargetOption(int, 48 * 1024, ""),
-                          "thread-warp-size": TargetOption(int, 1, "")},
-                 build="tensorforge.codegen.build:build_gpu")
-
-
-class _ToyPlugin:
-    @hookimpl
-    def register_targets(self, register):
-        register(TOY)
 
 
 @pytest.fixture
 def gpu(plugins):
-    plugins.register(_ToyPlugin(), "toygpu", distribution="toy")
+    plugins.register(ToyGPUPlugin(), "toygpu", distribution="toy")
     return tensorforge.target.Target.parse("toygpu")
-
-
-def shared_matmul(n: int = 64, tile: int = 16):
-    """The paper's cooperative-fetch matmul: 16x16 blocks, A and B tiles in shared memory."""
-    A = te.placeholder((n, n), name="A")
-    B = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    AA = s.cache_read(A, "shared", [C])
-    BB = s.cache_read(B, "shared", [C])
-    tx, ty = te.thread_axis("threadIdx.x"), te.thread_axis("threadIdx.y")
-    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], tile, tile)
-    s[C].bind(io, te.thread_axis("blockIdx.y"))
-    s[C].bind(jo, te.thread_axis("blockIdx.x"))
-    s[C].bind(ii, ty)
-    s[C].bind(ji, tx)
-    ko, ki = s[C].split(k, factor=tile)
-    s[C].reorder(io, jo, ii, ji, ko, ki)
-    for T in (AA, BB):
-        s[T].compute_at(s[C], ko)
-        a, b = s[T].op.axis
-        s[T].bind(a, ty)
-        s[T].bind(b, tx)
-    return s, [A, B, C]
 
 
 GOLDEN_SIMPLE_FETCH = """\
@@ -137,17 +99,6 @@ def test_local_cache_is_per_thread_and_unattached_scope_defaults_by_position(gpu
     assert "B = allocate((8, 64), float32, 'shared')" in text
 
 
-def _row_sum(nthreads: int, n: int = 100, rows: int = 4):
-    A = te.placeholder((rows, n), name="A")
-    k = te.reduce_axis((0, n), name="k")
-    S = te.compute((rows,), lambda i: te.sum(A[i, k], axis=k), name="S")
-    s = te.create_schedule(S.op)
-    ko, ki = s[S].split(k, factor=nthreads)
-    s[S].bind(S.op.axis[0], te.thread_axis("blockIdx.x"))
-    s[S].bind(ki, te.thread_axis("threadIdx.x"))
-    return s, [A, S]
-
-
 GOLDEN_TREE = """\
 def main(A: Buffer[(400), float32], S: Buffer[(4), float32]):
   attr [blockIdx.x] thread_extent = 4
@@ -179,12 +130,12 @@ def main(A: Buffer[(400), float32], S: Buffer[(4), float32]):
 
 
 def test_thread_bound_reduction_lowers_to_a_tree(gpu):
-    s, args = _row_sum(16)
+    s, args = row_sum(16)
     assert str(tensorforge.lower(s, args, target=gpu)) == GOLDEN_TREE
 
 
 def test_reduction_over_a_non_power_of_two_folds_the_tail_first(gpu):
-    s, args = _row_sum(12)
+    s, args = row_sum(12)
     text = str(tensorforge.lower(s, args, target=gpu))
     assert "if threadIdx.x < 4:\n    red_buf1_0[threadIdx.x] = red_buf1_0[threadIdx.x] + " \
            "red_buf1_0[threadIdx.x + 8]" in text
@@ -196,7 +147,7 @@ def test_warp_shuffles_where_the_target_has_them(gpu):
     from tensorforge.tir.transform.lower_thread_binding import lower_thread_bindings
     from tensorforge.tir.transform.storage_flatten import storage_flatten
 
-    s, args = _row_sum(32)
+    s, args = row_sum(32)
     f = lower_thread_bindings(storage_flatten(tensorforge.lower(s, args, simple_mode=True)))
     text = str(lower_thread_allreduce(f, warp_size=32))
     assert "tir.shuffle_down(S.red[0], 16, 32)" in text
@@ -273,7 +224,7 @@ def test_verifier_limits_threads_and_shared_bytes(plugins):
     from tensorforge.target import Target
     from tensorforge.tir.transform.verify_gpu import GPUVerifyError
 
-    plugins.register(_ToyPlugin(), "toygpu", distribution="toy")
+    plugins.register(ToyGPUPlugin(), "toygpu", distribution="toy")
     s, args = shared_matmul(64, 16)
     with pytest.raises(GPUVerifyError, match="256 threads .* exceeds the target's "
                                              "max-threads-per-block 128"):
@@ -305,7 +256,7 @@ def test_plugin_passes_run_at_every_tir_stage(plugins):
     class _Passes:
         @hookimpl
         def register_targets(self, register):
-            register(TOY)
+            register(TOY_GPU)
 
         @hookimpl
         def register_passes(self, register, target, stage):

@@ -13,31 +13,7 @@ import pytest
 import tensorforge
 from tensorforge import te
 from tensorforge.errors import TensorforgeError
-
-
-def shared_matmul(n: int = 64, tile: int = 16):
-    A = te.placeholder((n, n), name="A")
-    B = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = te.create_schedule(C.op)
-    AA = s.cache_read(A, "shared", [C])
-    BB = s.cache_read(B, "shared", [C])
-    tx, ty = te.thread_axis("threadIdx.x"), te.thread_axis("threadIdx.y")
-    io, jo, ii, ji = s[C].tile(C.op.axis[0], C.op.axis[1], tile, tile)
-    s[C].bind(io, te.thread_axis("blockIdx.y"))
-    s[C].bind(jo, te.thread_axis("blockIdx.x"))
-    s[C].bind(ii, ty)
-    s[C].bind(ji, tx)
-    ko, ki = s[C].split(k, factor=tile)
-    s[C].reorder(io, jo, ii, ji, ko, ki)
-    for T in (AA, BB):
-        s[T].compute_at(s[C], ko)
-        a, b = s[T].op.axis
-        s[T].bind(a, ty)
-        s[T].bind(b, tx)
-    return s, [A, B, C]
-
+from tensorforge.testing.gpu_schedules import shared_matmul
 
 GOLDEN_KERNEL = """\
 __kernel void mm(

@@ -86,7 +86,7 @@ _C_WORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do
             "union", "unsigned", "void", "volatile", "while", "half", "bool", "kernel",
             "global", "local", "constant", "private", "device", "threadgroup", "uint", "uchar",
             "int2", "float4", "min", "max", "exp", "log", "abs", "sqrt", "pow", "select",
-            "main", "signed", "inline", "restrict", "barrier", "vector", "metal", "using"}
+            "main", "inline", "restrict", "barrier", "vector", "metal", "using"}
 
 
 class CodegenError(TensorforgeError):

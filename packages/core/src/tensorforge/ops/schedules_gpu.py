@@ -34,8 +34,9 @@ from .. import te
 from ..te.tensor import ComputeOp, Tensor
 from .schedule_gpu import gpu_threads, schedule_gpu_generic
 
-__all__ = ["GPU_STRATEGIES", "KNOBS", "register_gpu_strategies", "schedule_conv2d_gpu", "schedule_dense_gpu", "schedule_depthwise_gpu",
-           "schedule_pool_gpu", "schedule_row_reduce_gpu"]
+__all__ = ["GPU_STRATEGIES", "KNOBS", "register_gpu_strategies", "schedule_conv2d_gpu",
+           "schedule_dense_gpu", "schedule_depthwise_gpu", "schedule_pool_gpu",
+           "schedule_row_reduce_gpu"]
 
 KNOBS = {
     "dense/gpu": ("tile_y", "tile_x", "tile_k", "double_buffer", "storage_align", "unroll"),

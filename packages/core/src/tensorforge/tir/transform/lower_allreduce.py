@@ -35,7 +35,17 @@ from ...expr import (
     const,
 )
 from ...expr import construct as _c
-from ..stmt import Allocate, AttrStmt, BufferStore, Evaluate, IfThenElse, LetStmt, PrimFunc, Stmt, seq
+from ..stmt import (
+    Allocate,
+    AttrStmt,
+    BufferStore,
+    Evaluate,
+    IfThenElse,
+    LetStmt,
+    PrimFunc,
+    Stmt,
+    seq,
+)
 from ..thread_scope import BLOCK_TAGS
 from .lower_thread_binding import hoist_shared
 from .thread_sync import sync_stmt
