@@ -152,3 +152,44 @@ def test_no_matching_device_is_a_clear_error(opencl_target):
     with pytest.raises(TensorforgeError, match="no OpenCL device matches platform "
                                                "'no-such-platform'.*found:"):
         find_device("no-such-platform")
+
+
+DENSE_CONFIGS = [
+    {"tile_y": [4, 2, 8, 1], "tile_x": [2, 2, 8, 2], "tile_k": [8, 8], "double_buffer": True,
+     "storage_align": True, "unroll": True},
+    {"tile_y": [8, 1, 4, 2], "tile_x": [4, 1, 16, 1], "tile_k": [2, 32],
+     "double_buffer": False, "storage_align": True, "unroll": False},
+]
+CONV_CONFIGS = [
+    {"tile_f": [1, 2, 4, 2], "tile_y": [4, 1, 2, 2], "tile_x": [2, 1, 8, 1],
+     "tile_rc": [2, 4], "tile_ry": [1, 3], "tile_rx": [3, 1], "unroll": True},
+    {"tile_f": [2, 1, 8, 1], "tile_y": [2, 1, 4, 2], "tile_x": [1, 1, 4, 4],
+     "tile_rc": [8, 1], "tile_ry": [3, 1], "tile_rx": [1, 3], "unroll": False},
+]
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("knobs", DENSE_CONFIGS + CONV_CONFIGS, ids=["dense_vthread_db",
+                                                                     "dense_align_k32",
+                                                                     "conv_vthread",
+                                                                     "conv_rows"])
+def test_templates_with_every_knob_compute_right(opencl_target, knobs):
+    """Virtual threads, double-buffered shared tiles, padded rows, guarded fetches: each
+    config of the tuning templates is checked against numpy (the tuner only compares with
+    the default config)."""
+    from tensorforge.autotune import Task
+    from tensorforge.ops import reference as ref
+
+    if "tile_f" in knobs:
+        task = Task("conv2d.gpu", (1, 8, 16, 16, 16), opencl_target)
+    else:
+        task = Task("dense.gpu", (64, 64, 64), opencl_target)
+    s, args = task.instantiate(task.config_space.from_json({"knobs": knobs}))
+    mod = tensorforge.build(s, args, target=opencl_target)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(tuple(d.value for d in args[0].shape)).astype("float32")
+    w = rng.standard_normal(tuple(d.value for d in args[1].shape)).astype("float32")
+    out = np.zeros(tuple(d.value for d in args[2].shape), "float32")
+    mod(x, w, out)
+    want = ref.conv2d_nchw(x, w, 1, 1) if "tile_f" in knobs else x @ w.T
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)

@@ -133,6 +133,11 @@ def hoist_shared(kernel: Stmt) -> Stmt:
     body = _strip_shared(body, found)
     if not found:
         return kernel
+    # virtual threads may have copied an allocation (one buffer, disjoint slices): keep one
+    unique: dict[Var, Allocate] = {}
+    for a in found:
+        unique.setdefault(a.buffer.data, a)
+    found = list(unique.values())
     from ...expr import free_vars
 
     bound = {a.node for a in attrs}
