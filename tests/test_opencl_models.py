@@ -35,3 +35,17 @@ def test_opencl_model_matches_onnxruntime(name, tmp_path, opencl_target, plugins
                                    ("conv2d", "dense", "matmul", "max_pool2d", "avg_pool2d",
                                     "global_avg_pool2d", "softmax", "log_softmax",
                                     "layer_norm")}, kinds
+
+
+def test_opencl_package_runs_without_the_compiler(tmp_path, opencl_target, plugins):
+    """`.tfpkg` of an OpenCL model: `tensorforge.load` needs numpy and pyopencl only."""
+    import tensorforge
+    from tensorforge.testing.isolated import run_without_compiler
+
+    plugins.register("tensorforge_onnx.plugin", "onnx", distribution="tensorforge-frontend-onnx")
+    path = str(models.save("dqn", tmp_path / "dqn.onnx"))
+    inputs = models.example_inputs("dqn")
+    compiled = tensorforge.compile(path, target=opencl_target)
+    pkg = compiled.export(tmp_path / "dqn.tfpkg")
+    (got,) = run_without_compiler(pkg, inputs)
+    np.testing.assert_array_equal(got, compiled.run(inputs)[0])
