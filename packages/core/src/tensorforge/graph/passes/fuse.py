@@ -21,10 +21,14 @@ its outputs (an LSTM cell's gate split, nonlinearities and state update, then ta
 when no cycle results: one kernel per step, the product materialized inside it, the cell
 state and hidden state its outputs.
 
-With `enabled=False` (opt-level 0) every node is its own group.
+With `enabled=False` (opt-level 0) every node is its own group. With `device_of` (a node ->
+device name map from placement), a node joins only a group on its own device: fusion never
+crosses devices.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from ...errors import TensorforgeError
 from ...naming import c_identifier
@@ -75,8 +79,10 @@ class _Group:
             self.master = n
 
 
-def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
-    """Cut `g` into fused groups (one kernel each), in an order that respects dependencies."""
+def fuse_ops(g: Graph, enabled: bool = True,
+             device_of: Callable[[Node], str] | None = None) -> list[FusedGroup]:
+    """Cut `g` into fused groups (one kernel each), in an order that respects dependencies;
+    with `device_of`, groups never span two devices."""
     consumers = g.consumers()
     graph_outputs = {id(v) for v in g.outputs}
     group_of: dict[int, _Group] = {}  # id(node) -> group
@@ -95,6 +101,8 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
                 if any(c is not n for c in consumers.get(v, [])):
                     continue
                 grp = group_of[id(p)]
+                if device_of is not None and device_of(p) != device_of(n):
+                    continue
                 if grp.accepts(n, pattern) and not _makes_cycle(grp, n, group_of):
                     joined = grp
                     break
@@ -109,12 +117,12 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
             if src is not None and src is not joined:
                 joined.deps.add(src)
     if enabled:
-        groups = _merge_epilogues(g, groups, group_of)
+        groups = _merge_epilogues(g, groups, group_of, device_of)
     return _finish(g, groups, consumers, graph_outputs)
 
 
-def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group]
-                     ) -> list[_Group]:
+def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group],
+                     device_of: Callable[[Node], str] | None = None) -> list[_Group]:
     """Merge injective groups into the small dense group whose outputs they read (see the
     module docstring), repeatedly, so that chains of them join too."""
     order = {id(n): i for i, n in enumerate(g.nodes)}
@@ -130,6 +138,8 @@ def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group]
             changed = False
             for other in groups:
                 if other is grp or other in merged or other.pattern > _INJ:
+                    continue
+                if device_of is not None and device_of(other.master) != device_of(grp.master):
                     continue
                 if grp not in other.deps or len(other.deps) > 3:
                     continue  # not a reader of grp, or a gather of many (a concat of steps)
