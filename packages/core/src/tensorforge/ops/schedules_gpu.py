@@ -104,6 +104,15 @@ def _closest(cands: list[tuple[int, ...]], want: tuple[int, ...]) -> tuple[int, 
     return min(cands, key=dist)
 
 
+def _register_tile(s: Any, master: Any, out: Any) -> Any:
+    """The stage accumulating the master op in registers: a `local` cache of the output, or
+    the master itself made `local` when an epilogue stage writes the output."""
+    if master is out:
+        return s[s.cache_write(master.op.output(0), "local")]
+    master.set_scope("local")
+    return master
+
+
 def _bind(stage: Any, axis: Any, tag: str) -> None:
     stage.bind(axis, te.thread_axis(tag))
 
@@ -154,12 +163,7 @@ def schedule_dense_gpu(outs: list[Tensor], target: Any, cfg: Any = None) -> Any:
     cfg.define_knob("unroll", [False, True], default=True)
 
     a_t, b_t = master.op.input_tensors
-    if master is out:
-        local = s[s.cache_write(master.op.output(0), "local")]
-        master = local
-    else:
-        master.set_scope("local")
-        local = master
+    local = _register_tile(s, master, out)
     aa = s[s.cache_read(a_t, "shared", [local])]
     bb = s[s.cache_read(b_t, "shared", [local])]
     i, j = out.op.axis
@@ -204,11 +208,7 @@ def _dense_gemv(s: Any, master: Any, out: Any, cfg: Any, limit: int) -> Any:
     ks = [t for t in (16, 32, 64, 128) if t <= limit]
     cfg.define_knob("threads_k", ks, default=32 if 32 in ks else ks[-1])
     r, t = cfg["rows_per_block"].val, cfg["threads_k"].val
-    if master is out:
-        local = s[s.cache_write(master.op.output(0), "local")]
-    else:
-        master.set_scope("local")
-        local = master
+    local = _register_tile(s, master, out)
     i, j = out.op.axis
     bj, tj = out.split(j, factor=r)
     out.reorder(i, bj, tj)
@@ -267,11 +267,7 @@ def schedule_conv2d_gpu(outs: list[Tensor], target: Any, cfg: Any = None) -> Any
     cfg.define_knob("unroll", [False, True], default=True)
 
     _inline_others(s, {master.op, out.op})
-    if master is out:
-        local = s[s.cache_write(master.op.output(0), "local")]
-    else:
-        master.set_scope("local")
-        local = master
+    local = _register_tile(s, master, out)
     aa = s[s.cache_read(data, "shared", [local])]
     ww = s[s.cache_read(weight, "shared", [local])]
     n_, f_, y_, x_ = out.op.axis
@@ -335,11 +331,7 @@ def schedule_depthwise_gpu(outs: list[Tensor], target: Any, cfg: Any = None) -> 
     cfg.define_split("tile_x", ow, 3, policy="candidate", candidates=xs or [(ow, 1, 1)],
                      default=_closest(xs or [(ow, 1, 1)], (0, 16, 1)))
     _inline_others(s, {master.op, out.op})
-    if master is out:
-        local = s[s.cache_write(master.op.output(0), "local")]
-    else:
-        master.set_scope("local")
-        local = master
+    local = _register_tile(s, master, out)
     n_, f_, y_, x_ = out.op.axis
     by, ty, yi = cfg["tile_y"].apply(s, out, y_)
     bx, tx, xi = cfg["tile_x"].apply(s, out, x_)

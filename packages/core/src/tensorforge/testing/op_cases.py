@@ -283,12 +283,25 @@ def _reduce_long(rng: np.random.Generator) -> Built:
 
 # ------------------------------------------------------------ elementwise, broadcast, misc
 BCAST_SHAPES = [((4, 1, 6), (5, 1)), ((7,), (3, 7)), ((2, 3, 1), (1, 1, 9)), ((13,), (13,))]
-_BCAST_FNS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+#: binary functions: (TE expression, numpy reference)
+BCAST_FNS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "add": (lambda a, b: a + b, np.add),
     "mul": (lambda a, b: a * b, np.multiply),
     "max": (lambda a, b: _te()[0].max_expr(a, b), np.maximum),
     "sub_div": (lambda a, b: (a - b) / (b * b + 1.0), lambda a, b: (a - b) / (b * b + 1)),
 }
+
+
+def math_fns() -> dict[str, tuple[Callable[..., Any], Callable[..., Any]]]:
+    """Unary math: (TE expression, numpy reference) by name."""
+    te, _ = _te()
+    return {
+        "exp": (te.exp, np.exp),
+        "tanh": (te.tanh, np.tanh),
+        "sqrt_abs": (lambda x: te.sqrt(te.abs(x)), lambda x: np.sqrt(np.abs(x))),
+        "sigmoid": (te.sigmoid, lambda x: 1 / (1 + np.exp(-x))),
+        "log1p_abs": (lambda x: te.log(te.abs(x) + 1.0), lambda x: np.log(np.abs(x) + 1)),
+    }
 
 
 def _broadcast(op: str, shapes: Any) -> Callable[[np.random.Generator], Built]:
@@ -298,21 +311,15 @@ def _broadcast(op: str, shapes: Any) -> Callable[[np.random.Generator], Built]:
         A = te.placeholder(sa, name="A")
         B = te.placeholder(sb, name="B")
         a, b = rand(rng, sa), rand(rng, sb)
-        return Built([A, B, ops.broadcast_binary(A, B, _BCAST_FNS[op][0])], [a, b],
-                     [_BCAST_FNS[op][1](a.astype("float64"), b)])
+        return Built([A, B, ops.broadcast_binary(A, B, BCAST_FNS[op][0])], [a, b],
+                     [BCAST_FNS[op][1](a.astype("float64"), b)])
     return build
 
 
 def _math(fn: str) -> Callable[[np.random.Generator], Built]:
     def build(rng: np.random.Generator) -> Built:
         te, ops = _te()
-        fns: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
-            "exp": (te.exp, np.exp),
-            "tanh": (te.tanh, np.tanh),
-            "sqrt_abs": (lambda x: te.sqrt(te.abs(x)), lambda x: np.sqrt(np.abs(x))),
-            "sigmoid": (te.sigmoid, lambda x: 1 / (1 + np.exp(-x))),
-            "log1p_abs": (lambda x: te.log(te.abs(x) + 1.0), lambda x: np.log(np.abs(x) + 1)),
-        }
+        fns = math_fns()
         X = te.placeholder((3, 37), name="X")
         x = rand(rng, (3, 37))
         return Built([X, ops.elementwise(X, fns[fn][0])], [x], [fns[fn][1](x.astype("float64"))])
@@ -392,7 +399,7 @@ def _cases() -> list[OpCase]:
                                   f"reduce_{kind}", _reduce(kind, axes, keep)))
     out += [OpCase("reduce_sum_4099", "reduce_sum", _reduce_long)]
     out += [OpCase(f"broadcast_{op}_{i}", op, _broadcast(op, sh))
-            for op in _BCAST_FNS for i, sh in enumerate(BCAST_SHAPES)]
+            for op in BCAST_FNS for i, sh in enumerate(BCAST_SHAPES)]
     out += [OpCase(f"math_{fn}", fn, _math(fn))
             for fn in ("exp", "tanh", "sqrt_abs", "sigmoid", "log1p_abs")]
     out += [OpCase("uint8_wraps", "add", _uint8_wraps), OpCase("float16", "add", _float16),
