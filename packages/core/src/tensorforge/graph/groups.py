@@ -31,6 +31,8 @@ class MemoryPlan:
 
     storage_of: dict[Value, int] = field(default_factory=dict)
     storage_bytes: list[int] = field(default_factory=list)
+    #: the device of each storage, when the plan was made per device (else empty)
+    storage_device: list[str] = field(default_factory=list)
 
     @property
     def planned_bytes(self) -> int:

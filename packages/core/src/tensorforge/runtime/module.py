@@ -41,7 +41,7 @@ from tensorforge.errors import PackageError, TensorforgeError
 
 from .cfunction import CFunction, params_from_json
 
-__all__ = ["KERNEL_TABLE_SYMBOL", "LIBRARY_FORMAT", "LibraryModule", "Module",
+__all__ = ["KERNEL_TABLE_SYMBOL", "LIBRARY_FORMAT", "LibraryModule", "Module", "ModuleSet",
            "kernel_table_bytes", "kernel_table_c_source", "load_module", "open_library"]
 
 LIBRARY_FORMAT = "tensorforge.cpu-library"
@@ -145,6 +145,37 @@ class Module:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.type_key}: {', '.join(self._functions)}>"
+
+
+class ModuleSet(Module):
+    """The kernels of several modules, one per device (a model whose nodes run on a GPU and,
+    where it cannot, on the host CPU), found by name."""
+
+    type_key = "modules"
+
+    def __init__(self, modules: Mapping[str, Module]):
+        functions: dict[str, Callable[..., Any]] = {}
+        for m in modules.values():
+            for name in m.function_names:
+                if name in functions:
+                    raise TensorforgeError(f"two modules define kernel {name!r}")
+                functions[name] = m.get_function(name)
+        super().__init__(functions)
+        self.modules = dict(modules)
+
+    def module_of(self, name: str) -> str:
+        """The device (module key) whose module defines kernel `name`."""
+        return next(dev for dev, m in self.modules.items() if name in m)
+
+    def get_source(self, fmt: str = "") -> str:
+        """Every module's source, each under a `// ---- <device>` line."""
+        return "\n".join(f"// ---- {dev}\n{m.get_source(fmt)}"
+                         for dev, m in self.modules.items())
+
+    def export_library(self, path: str | os.PathLike[str]) -> None:
+        raise TensorforgeError(
+            "a model whose kernels run on several devices has one module per device; export "
+            "it as a package (CompiledModel.export), which keeps each module with its loader")
 
 
 class LibraryModule(Module):

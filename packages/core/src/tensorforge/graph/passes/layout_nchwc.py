@@ -31,6 +31,7 @@ import numpy as np
 
 from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
+from .placement import placed_elsewhere
 from .subpixel import _emit, rewrite_conv_transpose
 
 _POOLS = {"max_pool2d": "max_pool2d_nchwc", "avg_pool2d": "avg_pool2d_nchwc",
@@ -64,8 +65,8 @@ def dense_block(n: int, lanes: int) -> int | None:
 
 
 class _Rewriter:
-    def __init__(self, g: Graph, lanes: int, winograd: Any = None):
-        self.g, self.lanes = g, lanes
+    def __init__(self, g: Graph, lanes: int, winograd: Any = None, target: Any = None):
+        self.g, self.lanes, self.target = g, lanes, target
         self.blocked: dict[int, tuple[Value, int]] = {}  # id(NCHW value) -> (blocked, x)
         self.plain: set[int] = set()  # NCHW values that exist (or were materialized)
         self.winograd = winograd
@@ -227,6 +228,9 @@ class _Rewriter:
         self.plain.update(id(v) for v in g.inputs)
         for n in old:
             done = False
+            if placed_elsewhere(n, self.target):  # another device runs it: leave it NCHW
+                self.keep(n)
+                continue
             if n.op == "conv2d":
                 done = self.conv(n)
             elif n.op in _POOLS:
@@ -248,8 +252,8 @@ class _Rewriter:
 def convert_layout_nchwc(g: Graph, target: Any = None, winograd: Any = None) -> Graph:
     """The pass (see the module docstring). `winograd(node, x_shape, w_shape, attrs, ib, ob,
     lanes)` may return a builder that emits a Winograd convolution instead of the direct one."""
-    g = rewrite_conv_transpose(g)
-    return _Rewriter(g, _lanes(target), winograd).run()
+    g = rewrite_conv_transpose(g, target)
+    return _Rewriter(g, _lanes(target), winograd, target).run()
 
 
 def count_layout_transforms(g: Graph) -> int:

@@ -1,0 +1,69 @@
+"""Heterogeneous execution: nodes a GPU target cannot run go to the host target, fusion never
+crosses devices, the copies between devices are listed, and `tforge inspect --target opencl`
+shows it. The op without a GPU strategy here is `relu` with `OpDef.gpu` switched off (every
+real op has the generic GPU schedule), in DQN: each conv's relu then runs on the CPU."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import tensorforge
+from tensorforge.cli import main as tforge
+
+pytestmark = pytest.mark.opencl
+
+ort = pytest.importorskip("onnxruntime")
+models = pytest.importorskip("tensorforge_onnx.models")
+
+
+@pytest.fixture
+def relu_on_host(monkeypatch):
+    from tensorforge.graph import registry
+
+    registry._ensure_loaded()
+    monkeypatch.setitem(registry._OPS, "relu", dataclasses.replace(registry._OPS["relu"],
+                                                                   gpu=False))
+
+
+@pytest.fixture
+def dqn(tmp_path, plugins, llvm_target, opencl_target):
+    plugins.register("tensorforge_onnx.plugin", "onnx", distribution="tensorforge-frontend-onnx")
+    return str(models.save("dqn", tmp_path / "dqn.onnx"))
+
+
+def test_an_op_without_a_gpu_strategy_runs_on_the_host(dqn, relu_on_host):
+    compiled = tensorforge.compile(dqn, target="opencl")
+    pl = compiled.desc["placement"]
+    assert pl["host"].startswith("llvm")
+    assert {f["op"] for f in pl["fallbacks"]} == {"relu"}
+    assert all("no GPU strategy on opencl" in f["why"] for f in pl["fallbacks"])
+    devices = {k["group"]: k["device"] for k in compiled.desc["kernels"]}
+    for k in compiled.desc["kernels"]:  # fusion never crosses devices
+        assert ("relu" in k["ops"]) == (k["device"] == "llvm"), k
+        assert k["ops"] == ["relu"] or "relu" not in k["ops"]
+    assert set(devices.values()) == {"opencl", "llvm"}
+    every_run = [c for c in pl["copies"] if c["when"].startswith("every run")]
+    assert {(c["from"], c["to"]) for c in every_run} == {("opencl", "llvm"), ("llvm", "opencl")}
+    inputs = models.example_inputs("dqn")
+    (ref,) = ort.InferenceSession(dqn, providers=["CPUExecutionProvider"]).run(None, inputs)
+    (out,) = compiled.run(inputs)
+    assert float(np.abs(out - ref).max() / np.abs(ref).max()) < 1e-4
+
+
+def test_inspect_shows_placement_and_copies(dqn, relu_on_host, capsys):
+    assert tforge(["inspect", dqn, "--target", "opencl"]) == 0
+    text = capsys.readouterr().out
+    assert "placement: target opencl, host llvm" in text
+    assert text.count("(relu): op 'relu' has no GPU strategy on opencl") == 4
+    assert "copies between devices: 10 every run" in text  # input, 4 x 2 around relus, output
+    assert "opencl -> llvm" in text and "llvm -> opencl" in text
+    assert "[llvm]" in text and "[opencl]" in text
+
+
+def test_without_fallbacks_everything_stays_on_the_device(dqn):
+    compiled = tensorforge.compile(dqn, target="opencl")
+    assert compiled.desc["placement"]["fallbacks"] == []
+    assert {k["device"] for k in compiled.desc["kernels"]} == {"opencl"}
