@@ -36,6 +36,8 @@ CUDA_LIKE = Dialect(
     type_names={"int64": "long long", "int8": "signed char", "uint8": "unsigned char"},
     vector_type="{type}{lanes}", vector_ctor="make_{vtype}({args})", lane_access=".{lane}",
     vector_lanes=(2, 4), vector_arith=False,
+    vector_load="(*({vtype}*)({ptr} + {offset}))", vector_load_unaligned=None,
+    vector_store="*({vtype}*)({ptr} + {offset}) = {value}", vector_store_unaligned=None,
     math={("exp", "float32"): "__expf({0})", ("sqrt", "float32"): "sqrtf({0})"},
     shuffle_down="__shfl_down_sync(0xffffffff, {value}, {offset}, {width})",
     shuffle_idx="__shfl_sync(0xffffffff, {value}, {offset}, {width})",
@@ -43,10 +45,10 @@ CUDA_LIKE = Dialect(
 )
 
 
-def _kernels(s, args, target):
+def _kernels(s, args, target, dialect=CUDA_LIKE):
     prog = split_host_device(tensorforge.lower(s, args, target=target))
     for k in prog.kernels:
-        k.body = legalize(k.body, CUDA_LIKE)
+        k.body = legalize(k.body, dialect)
     return prog.kernels
 
 
@@ -100,3 +102,17 @@ def test_dialect_must_say_every_thread_index():
     with pytest.raises(ValueError, match="thread_index lacks threadIdx.z"):
         replace(CUDA_LIKE, thread_index={k: v for k, v in CUDA_LIKE.thread_index.items()
                                          if k != (ThreadAxis.THREAD, 2)})
+
+
+def test_vector_loads_need_proven_alignment_where_the_dialect_says_so(gpu):
+    """CUDA-like: a float4 pointer cast only where the offset is a proven multiple of 4."""
+    with_vectors = replace(CUDA_LIKE, vector_arith=True)
+    A = te.placeholder((16, 8), name="A")
+    B = te.compute((16, 4), lambda i, j: A[i, j] + A[i, j + 1], name="B")
+    s = te.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], te.thread_axis("threadIdx.x"))
+    s[B].vectorize(B.op.axis[1])
+    src = CPrinter(with_vectors).print_module(_kernels(s, [A, B], gpu, with_vectors))
+    assert "(*(float4*)(A + (threadIdx_x * 8)))" in src  # offset 8i: aligned
+    assert "make_float4(A[(threadIdx_x * 8) + 1], " in src  # offset 8i + 1: lane by lane
+    assert "*(float4*)(B + (threadIdx_x * 4)) = " in src

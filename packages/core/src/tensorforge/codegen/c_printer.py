@@ -124,13 +124,20 @@ class CPrinter:
         qual = self.dialect.alloc_qualifier.get(scope, "")
         return f"{qual + ' ' if qual else ''}{ctype} {name}[{size}];"
 
-    def vector_load(self, ptr: str, offset: str, lanes: int, ctype: str) -> str:
-        return self.dialect.vector_load.format(lanes=lanes, ptr=ptr, offset=offset,
-                                               vtype=ctype)
+    def vector_load(self, ptr: str, offset: str, lanes: int, ctype: str,
+                    aligned: bool = True) -> str | None:
+        """A contiguous vector load, or None when the dialect needs alignment it lacks."""
+        d = self.dialect
+        tmpl = d.vector_load if aligned else d.vector_load_unaligned
+        return None if tmpl is None else tmpl.format(lanes=lanes, ptr=ptr, offset=offset,
+                                                     vtype=ctype)
 
-    def vector_store(self, ptr: str, offset: str, lanes: int, value: str) -> str:
-        return self.dialect.vector_store.format(lanes=lanes, ptr=ptr, offset=offset,
-                                                value=value) + ";"
+    def vector_store(self, ptr: str, offset: str, lanes: int, value: str, ctype: str,
+                     aligned: bool = True) -> str | None:
+        d = self.dialect
+        tmpl = d.vector_store if aligned else d.vector_store_unaligned
+        return None if tmpl is None else tmpl.format(lanes=lanes, ptr=ptr, offset=offset,
+                                                     value=value, vtype=ctype) + ";"
 
     def cast(self, to: str, value: str, src_dtype: str, dst_dtype: str) -> str:
         d = self.dialect
@@ -355,14 +362,17 @@ class _KernelPrinter:
                 self.emit(f"{ptr}[{_strip(self.expr(idx))}] = {val};")
             return
         if _contiguous(idx) and not is_bool:
-            off = _strip(self.expr(idx.base))  # type: ignore[attr-defined]
+            off = self.expr(idx.base)  # type: ignore[attr-defined]  # in "ptr + off"
             val = _strip(self.expr(s.value))
             if half:
                 self.emit(self.d.half_vector_store.format(lanes=lanes, value=val, ptr=ptr,
                                                           offset=off) + ";")
-            else:
-                self.emit(self.p.vector_store(ptr, off, lanes, val))
-            return
+                return
+            line = self.p.vector_store(ptr, off, lanes, val, self.ctype(s.value.dtype),
+                                       self.aligned(b, idx, lanes))
+            if line is not None:
+                self.emit(line)
+                return
         tmp = self.fresh("v")  # scatter: one store per lane
         self.emit(f"const {self.ctype(s.value.dtype)} {tmp} = {_strip(self.expr(s.value))};")
         for k in range(lanes):
@@ -374,6 +384,15 @@ class _KernelPrinter:
                 self.emit(f"{ptr}[{i}] = ({self.d.bool_storage})({lane} != 0);")
             else:
                 self.emit(f"{ptr}[{i}] = {lane};")
+
+    def aligned(self, b: Buffer, idx: PrimExpr, lanes: int) -> bool:
+        """Whether a vector access at `idx` starts on a multiple of its own size: the offset is
+        a proven multiple of `lanes` and the buffer is at least that aligned."""
+        vec_bytes = lanes * dt.nbytes(dt.element(b.dtype))
+        if b.data_alignment % vec_bytes and b.data_alignment < vec_bytes:
+            return False
+        m = self.ana.modular_set(idx.base)  # type: ignore[attr-defined]
+        return m.coeff % lanes == 0 and m.base % lanes == 0
 
     def _half_storage(self, b: Buffer) -> bool:
         return (self.d.half_storage_only and dt.element(b.dtype) == "float16"
@@ -509,10 +528,13 @@ class _KernelPrinter:
                 return self.d.half_load.format(offset=i, ptr=ptr)
             return f"({ptr}[{i}] != 0)" if is_bool else f"{ptr}[{i}]"
         if _contiguous(idx) and not is_bool:
-            off = _strip(self.expr(idx.base))  # type: ignore[attr-defined]
+            off = self.expr(idx.base)  # type: ignore[attr-defined]  # in "ptr + off"
             if half:
                 return self.d.half_vector_load.format(lanes=lanes, ptr=ptr, offset=off)
-            return self.p.vector_load(ptr, off, lanes, self.ctype(e.dtype))
+            text = self.p.vector_load(ptr, off, lanes, self.ctype(e.dtype),
+                                      self.aligned(b, idx, lanes))
+            if text is not None:
+                return text
         parts = []
         for k in range(lanes):
             i = self.lane_index(idx, k)

@@ -114,9 +114,13 @@ class Dialect:
     vector_lanes: tuple[int, ...] = (2, 3, 4, 8, 16)
     #: whether +, *, compares ... work on vector types (CUDA's float4 has no operators)
     vector_arith: bool = True
-    #: contiguous vector load/store of `lanes` elements at `ptr + offset`
+    #: contiguous vector load/store of `lanes` elements at `ptr + offset`, where `offset` is
+    #: proven a multiple of `lanes` (a cast to a vector pointer is then safe) ...
     vector_load: str = "vload{lanes}(0, {ptr} + {offset})"
     vector_store: str = "vstore{lanes}({value}, 0, {ptr} + {offset})"
+    #: ... and where it is not (None: load and store lane by lane)
+    vector_load_unaligned: str | None = "vload{lanes}(0, {ptr} + {offset})"
+    vector_store_unaligned: str | None = "vstore{lanes}({value}, 0, {ptr} + {offset})"
     #: vector conversion; None: a C cast
     vector_convert: str | None = "convert_{vtype}({value})"
     math: Mapping[tuple[str, str], str] = field(default_factory=lambda: BASE_MATH)
