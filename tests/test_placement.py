@@ -67,3 +67,30 @@ def test_without_fallbacks_everything_stays_on_the_device(dqn):
     compiled = tensorforge.compile(dqn, target="opencl")
     assert compiled.desc["placement"]["fallbacks"] == []
     assert {k["device"] for k in compiled.desc["kernels"]} == {"opencl"}
+
+
+def test_the_executor_copies_only_where_the_placement_says(dqn, relu_on_host, monkeypatch):
+    """Per run: the input and every host relu's output go up, every device conv's output and
+    the graph output come down; the weights went up once, when the model was made."""
+    from tensorforge.runtime.device import DeviceArray
+
+    compiled = tensorforge.compile(dqn, target="opencl")
+    copies = compiled.desc["placement"]["copies"]
+    per_run = [c for c in copies if c["when"].startswith("every run")]
+    assert [c for c in copies if c["when"] == "once, at load"]
+    counts = {"up": 0, "down": 0}
+    up, down = DeviceArray.copy_from, DeviceArray.copy_to
+    monkeypatch.setattr(DeviceArray, "copy_from",
+                        lambda self, a: (counts.__setitem__("up", counts["up"] + 1),
+                                         up(self, a))[1])
+    monkeypatch.setattr(DeviceArray, "copy_to",
+                        lambda self, a: (counts.__setitem__("down", counts["down"] + 1),
+                                         down(self, a))[1])
+    inputs = models.example_inputs("dqn")
+    first = compiled.run(inputs)[0]
+    n_up = sum(c["to"] == "opencl" for c in per_run)
+    n_down = sum(c["to"] == "llvm" for c in per_run)
+    assert counts == {"up": n_up, "down": n_down}
+    counts.update(up=0, down=0)
+    np.testing.assert_array_equal(compiled.run(inputs)[0], first)
+    assert counts == {"up": n_up, "down": n_down}
