@@ -40,6 +40,8 @@ class TargetConformance:
     distribution: str | None = None
     mode: str = "run"
     seed: int = 0
+    #: case-name prefixes to run (empty: every case)
+    only: tuple[str, ...] = ()
 
     def check_source(self, source: str, case: OpCase) -> None:
         """Mode "source": raise (or fail) if `source` is not valid for the target."""
@@ -66,7 +68,12 @@ class TargetConformance:
                         strat.load_schedule()(built.outputs, target)))
         return out
 
-    @pytest.mark.parametrize("case", CASES, ids=str)
+    def pytest_generate_tests(self, metafunc: Any) -> None:
+        """One test per case (per case named in `only`, when given)."""
+        if "case" in metafunc.fixturenames:
+            cases = [c for c in CASES if not self.only or c.name.startswith(self.only)]
+            metafunc.parametrize("case", cases, ids=str)
+
     def test_op(self, case: OpCase, plugins: Any) -> None:
         import tensorforge
 
