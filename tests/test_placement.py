@@ -94,3 +94,30 @@ def test_the_executor_copies_only_where_the_placement_says(dqn, relu_on_host, mo
     counts.update(up=0, down=0)
     np.testing.assert_array_equal(compiled.run(inputs)[0], first)
     assert counts == {"up": n_up, "down": n_down}
+
+
+def test_a_group_the_device_fails_to_compile_falls_back_to_the_host(dqn, monkeypatch):
+    import importlib
+
+    from tensorforge.errors import TensorforgeError
+
+    compile_mod = importlib.import_module("tensorforge.compiler.compile")
+
+    real = compile_mod.lower_group
+
+    def flaky(grp, target, *args, **kw):
+        if target.kind.name == "opencl" and grp.master.op == "dense":
+            raise TensorforgeError("no room for this kernel")
+        return real(grp, target, *args, **kw)
+
+    monkeypatch.setattr(compile_mod, "lower_group", flaky)
+    with pytest.warns(UserWarning, match="cannot run on opencl .*no room for this kernel"):
+        compiled = tensorforge.compile(dqn, target="opencl")
+    kernels = compiled.desc["kernels"]
+    assert {k["device"] for k in kernels if k["master"] == "dense"} == {"llvm"}
+    assert {k["device"] for k in kernels if k["master"] == "conv2d"} == {"opencl"}
+    assert {f["op"] for f in compiled.desc["placement"]["fallbacks"]} >= {"dense"}
+    inputs = models.example_inputs("dqn")
+    (ref,) = ort.InferenceSession(dqn, providers=["CPUExecutionProvider"]).run(None, inputs)
+    (out,) = compiled.run(inputs)
+    assert float(np.abs(out - ref).max() / np.abs(ref).max()) < 1e-4
