@@ -4,6 +4,7 @@ verifier and the host/device split. Golden loop IR where the shape is the point.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tensorforge
@@ -276,3 +277,19 @@ def test_plugin_passes_run_at_every_tir_stage(plugins):
         else:
             assert i == len(names) - 1
     assert seen == ["after_lower", "after_flatten", "before_codegen"]
+
+
+def test_loop_features_see_threads_vthreads_and_shared_bytes(gpu):
+    from tensorforge.autotune import Task
+    from tensorforge.autotune.features import feature_names, features_of
+
+    task = Task("dense.gpu", (64, 64, 64), gpu)
+    cfg = task.config_space.from_json({"knobs": {
+        "tile_y": [4, 2, 8, 1], "tile_x": [2, 2, 8, 2], "tile_k": [8, 8],
+        "double_buffer": False, "storage_align": False, "unroll": True}})
+    f = dict(zip(feature_names(), features_of(task, cfg.index)))
+    assert f["gpu_threads"] == pytest.approx(np.log2(1 + 8 * 8))
+    assert f["gpu_blocks"] == pytest.approx(np.log2(1 + 4 * 2))
+    assert f["gpu_vthreads"] == pytest.approx(np.log2(1 + 2 * 2))
+    # X tile: 2 vthreads x 8 rows x 8 k; W tile: 2 x 8 x 2 columns x 8 k, float32
+    assert f["gpu_shared_bytes"] == pytest.approx(np.log2(1 + (8 * 8 + 16 * 8) * 4))
