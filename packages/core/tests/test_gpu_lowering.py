@@ -286,7 +286,7 @@ def test_loop_features_see_threads_vthreads_and_shared_bytes(gpu):
     task = Task("dense.gpu", (64, 64, 64), gpu)
     cfg = task.config_space.from_json({"knobs": {
         "tile_y": [4, 2, 8, 1], "tile_x": [2, 2, 8, 2], "tile_k": [8, 8],
-        "double_buffer": False, "storage_align": False, "unroll": True}})
+        "double_buffer": False, "storage_align": False, "unroll": True, "shared": True}})
     f = dict(zip(feature_names(), features_of(task, cfg.index)))
     assert f["gpu_threads"] == pytest.approx(np.log2(1 + 8 * 8))
     assert f["gpu_blocks"] == pytest.approx(np.log2(1 + 4 * 2))

@@ -156,23 +156,24 @@ def test_no_matching_device_is_a_clear_error(opencl_target):
 
 DENSE_CONFIGS = [
     {"tile_y": [4, 2, 8, 1], "tile_x": [2, 2, 8, 2], "tile_k": [8, 8], "double_buffer": True,
-     "storage_align": True, "unroll": True},
+     "storage_align": True, "unroll": True, "shared": True},
     {"tile_y": [8, 1, 4, 2], "tile_x": [4, 1, 16, 1], "tile_k": [2, 32],
-     "double_buffer": False, "storage_align": True, "unroll": False},
+     "double_buffer": False, "storage_align": True, "unroll": False, "shared": False},
 ]
 CONV_CONFIGS = [
     {"tile_f": [1, 2, 4, 2], "tile_y": [4, 1, 2, 2], "tile_x": [2, 1, 8, 1],
-     "tile_rc": [2, 4], "tile_ry": [1, 3], "tile_rx": [3, 1], "unroll": True},
+     "tile_rc": [2, 4], "tile_ry": [1, 3], "tile_rx": [3, 1], "unroll": True, "shared": True},
     {"tile_f": [2, 1, 8, 1], "tile_y": [2, 1, 4, 2], "tile_x": [1, 1, 4, 4],
-     "tile_rc": [8, 1], "tile_ry": [3, 1], "tile_rx": [1, 3], "unroll": False},
+     "tile_rc": [8, 1], "tile_ry": [3, 1], "tile_rx": [1, 3], "unroll": False,
+     "shared": False},
 ]
 
 
 @pytest.mark.opencl
 @pytest.mark.parametrize("knobs", DENSE_CONFIGS + CONV_CONFIGS, ids=["dense_vthread_db",
-                                                                     "dense_align_k32",
+                                                                     "dense_global_k32",
                                                                      "conv_vthread",
-                                                                     "conv_rows"])
+                                                                     "conv_global_rows"])
 def test_templates_with_every_knob_compute_right(opencl_target, knobs):
     """Virtual threads, double-buffered shared tiles, padded rows, guarded fetches: each
     config of the tuning templates is checked against numpy (the tuner only compares with

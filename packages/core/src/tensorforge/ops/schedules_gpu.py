@@ -9,11 +9,12 @@ template               knobs
 =====================  =================================================================
 dense / matmul         tile_y, tile_x (block x vthread x thread x per-thread rows/cols),
 (tiled)                tile_k (k-step of the shared tiles), double_buffer, storage_align
-                       (pad shared rows), unroll; small M: rows_per_block, threads_k (a
-                       cross-thread reduction per output element)
+                       (pad shared rows), unroll, shared (tiles in shared memory, or read
+                       from global: a CPU's caches do that job); small M: rows_per_block,
+                       threads_k (a cross-thread reduction per output element)
 conv2d (direct)        tile_f, tile_y, tile_x (block x vthread x thread x per-thread),
                        tile_rc, tile_ry, tile_rx (reduction steps of the shared tiles),
-                       unroll
+                       unroll, shared
 depthwise conv2d       tile_y, tile_x (block x thread x per-thread)
 pools                  threads
 softmax, layer norm    threads (one block per row; max, sum, mean and variance reduced
@@ -39,8 +40,10 @@ __all__ = ["GPU_STRATEGIES", "KNOBS", "register_gpu_strategies", "schedule_conv2
            "schedule_row_reduce_gpu"]
 
 KNOBS = {
-    "dense/gpu": ("tile_y", "tile_x", "tile_k", "double_buffer", "storage_align", "unroll"),
-    "conv2d/gpu": ("tile_f", "tile_y", "tile_x", "tile_rc", "tile_ry", "tile_rx", "unroll"),
+    "dense/gpu": ("tile_y", "tile_x", "tile_k", "double_buffer", "storage_align", "unroll",
+                  "shared"),
+    "conv2d/gpu": ("tile_f", "tile_y", "tile_x", "tile_rc", "tile_ry", "tile_rx", "unroll",
+                   "shared"),
 }
 
 
@@ -161,11 +164,12 @@ def schedule_dense_gpu(outs: list[Tensor], target: Any, cfg: Any = None) -> Any:
     cfg.define_knob("double_buffer", [False, True], default=False)
     cfg.define_knob("storage_align", [False, True], default=False)
     cfg.define_knob("unroll", [False, True], default=True)
+    cfg.define_knob("shared", [True, False], default=True)
 
     a_t, b_t = master.op.input_tensors
     local = _register_tile(s, master, out)
-    aa = s[s.cache_read(a_t, "shared", [local])]
-    bb = s[s.cache_read(b_t, "shared", [local])]
+    tiles = [s[s.cache_read(t, "shared", [local])] for t in (a_t, b_t)] \
+        if cfg["shared"].val else []
     i, j = out.op.axis
     by, vy, ty, yi = cfg["tile_y"].apply(s, out, i)
     bx, vx, tx, xi = cfg["tile_x"].apply(s, out, j)
@@ -185,7 +189,7 @@ def schedule_dense_gpu(outs: list[Tensor], target: Any, cfg: Any = None) -> Any:
         local.unroll(ci)
     nty, ntx = cfg["tile_y"].size[2], cfg["tile_x"].size[2]
     threads = [("threadIdx.y", nty), ("threadIdx.x", ntx)]
-    for t in (aa, bb):
+    for t in tiles:
         t.compute_at(local, ko)
         if cfg["double_buffer"].val:
             t.double_buffer()
@@ -265,11 +269,12 @@ def schedule_conv2d_gpu(outs: list[Tensor], target: Any, cfg: Any = None) -> Any
     cfg.define_split("tile_rx", kw, 2, policy="candidate", candidates=[(kw, 1), (1, kw)],
                      default=(1, kw))
     cfg.define_knob("unroll", [False, True], default=True)
+    cfg.define_knob("shared", [True, False], default=True)
 
     _inline_others(s, {master.op, out.op})
     local = _register_tile(s, master, out)
-    aa = s[s.cache_read(data, "shared", [local])]
-    ww = s[s.cache_read(weight, "shared", [local])]
+    tiles = [s[s.cache_read(t, "shared", [local])] for t in (data, weight)] \
+        if cfg["shared"].val else []
     n_, f_, y_, x_ = out.op.axis
     bf, vf, tf, fi = cfg["tile_f"].apply(s, out, f_)
     by, vy, ty, yi = cfg["tile_y"].apply(s, out, y_)
@@ -306,7 +311,7 @@ def schedule_conv2d_gpu(outs: list[Tensor], target: Any, cfg: Any = None) -> Any
 
         raise ScheduleError(f"conv2d/gpu: {total} threads per block exceed the target's "
                             f"max-threads-per-block {limit}")
-    for t in (aa, ww):
+    for t in tiles:
         t.compute_at(local, rxo)
         cooperative_fetch(t, nt)
     return s
