@@ -20,6 +20,7 @@ import os
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +45,44 @@ def _arrays(args: list) -> list[np.ndarray]:
             for a in args]
 
 
+def prepare(name: str, trials: int, threads: int, tuner: str = "xgb") -> dict:
+    """Tune the OpenCL template of workload `name` (resuming the records), build its best
+    config and the llvm template's default; returns callables and their arguments."""
+    import tensorforge
+    from tensorforge.autotune import Builder, Measurer, Runner, Task, tune_task
+    from tensorforge.target import Target
+
+    gt, gargs, lt, largs, flop = WORKLOADS[name]
+    RESULTS.mkdir(exist_ok=True)
+    ocl = Target.parse("opencl")
+    cpu = Target.parse(f"llvm -num-threads={threads}")
+    task = Task(gt, gargs, ocl)
+    with Measurer(Builder(), Runner(repeat=3, timeout=120.0)) as measurer:
+        res = tune_task(task, trials, tuner, db=str(RESULTS / "opencl_tuning.db"),
+                        measurer=measurer)
+    s, args = task.instantiate(res.best.config_index if res.best is not None
+                               else task.config_space.default_index)
+    gmod = tensorforge.build(s, args, target=ocl)
+    ltask = Task(lt, largs, cpu)
+    ls, largs_te = ltask.instantiate(ltask.config_space.default_index)
+    lmod = tensorforge.build(ls, largs_te, target=cpu)
+    gfn = gmod.get_function(gmod.entry_name)
+    dargs = [gmod.to_device(a) for a in _arrays(args)]
+    lfn, larr = lmod.get_function(lmod.entry_name), _arrays(largs_te)
+    gfn.time(dargs, 1, 1)  # warm-up (pocl compiles at the first launch)
+    lfn(*larr)
+    return {"flop": flop, "trials": res.n_measured,
+            "opencl": lambda: gfn.time(dargs, 3, 1).median,
+            "llvm": lambda: _wall(lambda: lfn(*larr), 3)}
+
+
+def _wall(fn: Any, n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t0) / n
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=32)
@@ -51,47 +90,18 @@ def main() -> None:
     ap.add_argument("--tuner", default="xgb")
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     opts = ap.parse_args()
-
-    import tensorforge
-    from tensorforge.autotune import Builder, Measurer, Runner, Task, tune_task
-    from tensorforge.target import Target
-
-    RESULTS.mkdir(exist_ok=True)
-    ocl = Target.parse("opencl")
-    cpu = Target.parse(f"llvm -num-threads={opts.threads}")
-    db_path = RESULTS / "opencl_tuning.db"
     lines = ["| workload | OpenCL on pocl, tuned (GFLOP/s) | trials | llvm template, default "
              "config (GFLOP/s) | OpenCL / llvm |", "|---|---|---|---|---|"]
-    for name, (gt, gargs, lt, largs, flop) in WORKLOADS.items():
-        task = Task(gt, gargs, ocl)
-        measurer = Measurer(Builder(), Runner(repeat=3, timeout=120.0))
-        with measurer:
-            res = tune_task(task, opts.trials, opts.tuner, db=str(db_path), measurer=measurer)
-        best = res.best
-        s, args = task.instantiate(best.config_index if best is not None
-                                   else task.config_space.default_index)
-        gmod = tensorforge.build(s, args, target=ocl)
-        ltask = Task(lt, largs, cpu)
-        ls, largs_te = ltask.instantiate(ltask.config_space.default_index)
-        lmod = tensorforge.build(ls, largs_te, target=cpu)
-        garr, larr = _arrays(args), _arrays(largs_te)
-        gfn = gmod.get_function(gmod.entry_name)
-        dargs = [gmod.to_device(a) for a in garr]
-        lfn = lmod.get_function(lmod.entry_name)
+    for name in WORKLOADS:
+        w = prepare(name, opts.trials, opts.threads, opts.tuner)
         g_t, l_t = [], []
-        gfn.time(dargs, 1, 1)  # warm-up (pocl compiles at first launch)
-        lfn(*larr)
-        for _ in range(opts.rounds):
-            g_t.append(gfn.time(dargs, 3, 1).median)
-            t0 = time.perf_counter()
-            for _ in range(3):
-                lfn(*larr)
-            l_t.append((time.perf_counter() - t0) / 3)
-        g = _quartiles([flop / t / 1e9 for t in g_t])
-        c = _quartiles([flop / t / 1e9 for t in l_t])
+        for _ in range(opts.rounds):  # interleaved: both see the same machine state
+            g_t.append(w["opencl"]())
+            l_t.append(w["llvm"]())
+        g = _quartiles([w["flop"] / t / 1e9 for t in g_t])
+        c = _quartiles([w["flop"] / t / 1e9 for t in l_t])
         ratio = _quartiles([lt_ / gt_ for gt_, lt_ in zip(g_t, l_t)])
-        trials = res.n_measured
-        lines.append(f"| {name} | {g[1]:.2f} [{g[0]:.2f}, {g[2]:.2f}] | {trials} | "
+        lines.append(f"| {name} | {g[1]:.2f} [{g[0]:.2f}, {g[2]:.2f}] | {w['trials']} | "
                      f"{c[1]:.2f} [{c[0]:.2f}, {c[2]:.2f}] | {ratio[1]:.2f} |")
     load = os.getloadavg()
     lines += ["", f"{opts.threads} thread(s) for llvm; pocl uses every core of the machine. "
