@@ -121,3 +121,25 @@ def test_a_group_the_device_fails_to_compile_falls_back_to_the_host(dqn, monkeyp
     (ref,) = ort.InferenceSession(dqn, providers=["CPUExecutionProvider"]).run(None, inputs)
     (out,) = compiled.run(inputs)
     assert float(np.abs(out - ref).max() / np.abs(ref).max()) < 1e-4
+
+
+def test_a_heterogeneous_package_runs_without_the_compiler(dqn, relu_on_host, tmp_path):
+    """One `.tfpkg` with both modules (the OpenCL source with its launch plans, the CPU
+    library), each with its loader; `tensorforge.load` needs numpy, ctypes and pyopencl."""
+    import json
+    import zipfile
+
+    from tensorforge.testing.isolated import run_without_compiler
+
+    compiled = tensorforge.compile(dqn, target="opencl")
+    pkg = compiled.export(tmp_path / "dqn.tfpkg")
+    with zipfile.ZipFile(pkg) as z:
+        manifest = json.loads(z.read("manifest.json"))
+    assert sorted((m["name"], m["loader"]) for m in manifest["modules"]) == [
+        ("llvm", "cpu-library"), ("opencl", "device-library")]
+    inputs = models.example_inputs("dqn")
+    (got,) = run_without_compiler(pkg, inputs)
+    np.testing.assert_array_equal(got, compiled.run(inputs)[0])
+    loaded = tensorforge.load(pkg)
+    assert loaded.desc["placement"]["fallbacks"] == compiled.desc["placement"]["fallbacks"]
+    np.testing.assert_array_equal(loaded.run(inputs)[0], got)

@@ -133,6 +133,17 @@ def _import(ref: str) -> Any:
     return obj
 
 
+#: device kinds a package may name, and the runtime class that drives each: a package names
+#: the kind, never an import path (loading a package must not import what it says)
+DEVICE_RUNTIMES: dict[str, str] = {"opencl": "tensorforge_opencl.runtime:OpenCLDevice"}
+
+
+def register_device_runtime(kind: str, runtime: str) -> None:
+    """Let packages with modules of device `kind` load through `runtime` ("module:Class", a
+    `Device` subclass): a GPU plugin calls this when imported."""
+    DEVICE_RUNTIMES[kind] = runtime
+
+
 _DEVICES: dict[tuple[str, str], Device] = {}
 _DEVICES_LOCK = threading.Lock()
 

@@ -95,8 +95,8 @@ def bind_devices(desc: Mapping[str, Any], calls: Sequence[tuple[Any, list[np.nda
                  ) -> tuple[list[KernelStep], dict[int, DeviceArray]]:
     """One `KernelStep` per kernel of `desc["kernels"]` (`calls[i]` is kernel i with its host
     arrays; `arrays` the call's host arrays by value index), device kernels bound to device
-    arrays and the copies in place; and the device array of every value a device kernel
-    writes (to read one back out of plan: `tforge run --verify`)."""
+    arrays and the copies in place; and the device array of every intermediate a device
+    kernel writes (to read one back out of plan: `tforge run --verify`)."""
     values = desc["values"]
     storages: dict[tuple[int, int], DeviceArray] = {}  # (storage, device) -> pool
     on_device: dict[tuple[int, int], DeviceArray] = {}  # (value, device) -> array there
@@ -157,8 +157,9 @@ def bind_devices(desc: Mapping[str, Any], calls: Sequence[tuple[Any, list[np.nda
             where.setdefault(vi, set()).add(id(dev))
         for vi in outs:
             where[vi] = {id(dev)}
-            written[vi] = device_array(vi, dev)
             if values[vi]["kind"] == "output":
                 to_host(vi, step.after)
+            else:  # its host copy is made only when a host kernel reads it
+                written[vi] = device_array(vi, dev)
         steps.append(step)
     return steps, written

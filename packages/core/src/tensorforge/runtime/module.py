@@ -167,6 +167,10 @@ class ModuleSet(Module):
         """The device (module key) whose module defines kernel `name`."""
         return next(dev for dev, m in self.modules.items() if name in m)
 
+    def close(self) -> None:
+        for m in self.modules.values():
+            m.close()
+
     def get_source(self, fmt: str = "") -> str:
         """Every module's source, each under a `// ---- <device>` line."""
         return "\n".join(f"// ---- {dev}\n{m.get_source(fmt)}"
