@@ -123,7 +123,8 @@ def test_a_group_the_device_fails_to_compile_falls_back_to_the_host(dqn, monkeyp
     assert float(np.abs(out - ref).max() / np.abs(ref).max()) < 1e-4
 
 
-def test_a_heterogeneous_package_runs_without_the_compiler(dqn, relu_on_host, tmp_path):
+def test_a_heterogeneous_package_runs_without_the_compiler(dqn, relu_on_host, tmp_path,
+                                                          capsys):
     """One `.tfpkg` with both modules (the OpenCL source with its launch plans, the CPU
     library), each with its loader; `tensorforge.load` needs numpy, ctypes and pyopencl."""
     import json
@@ -143,3 +144,8 @@ def test_a_heterogeneous_package_runs_without_the_compiler(dqn, relu_on_host, tm
     loaded = tensorforge.load(pkg)
     assert loaded.desc["placement"]["fallbacks"] == compiled.desc["placement"]["fallbacks"]
     np.testing.assert_array_equal(loaded.run(inputs)[0], got)
+    capsys.readouterr()
+    assert tforge(["inspect", str(pkg)]) == 0
+    text = capsys.readouterr().out
+    assert "module opencl (device-library): opencl kernels, runs on this machine" in text
+    assert "relu                                 generic [llvm]" in text
