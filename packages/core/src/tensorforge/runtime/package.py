@@ -10,11 +10,14 @@ Members (format version 2):
                     constant in its smallest faithful form, transforms redone at load)
     lib.so          the CPU kernels (a shared library carrying its own kernel table)
     lib.so.json     their signatures (checked against that table)
+    <dev>.src       a device module's source (e.g. OpenCL C), when the model runs on a device
+    <dev>.json      its launch plans (kernels, grid, block, arguments, workspaces)
 
-The manifest's `modules` is a list so that a package can hold several (a CPU library and
-device code later); each entry names a `loader` (a kind registered with
+The manifest's `modules` is a list so that a package holds several (the CPU library of the
+host's kernels and a device's code); each entry names a `loader` (a kind registered with
 `register_module_loader`, never an importable path: a package cannot make `load` import
-anything) and its member files.
+anything) and its member files. A `device-library` entry names its device kind ("opencl"),
+which `DEVICE_RUNTIMES` maps to the runtime that drives it; the device is opened at load.
 
 A package contains native code: loading one runs the library's code, so it must be trusted
 like any shared library. `load` checks what it can before that code is reached: every member's
