@@ -113,6 +113,9 @@ def export_package(model: Any, path: Any) -> str:
         if isinstance(part, DeviceModule):
             modules.append(_export_device_module(name, part, members))
             continue
+        if hasattr(part, "package_entry"):  # a target's own module kind (an accelerator):
+            modules.append(part.package_entry(name, members))  # adds its members, its entry
+            continue
         lib = "lib.so" if "lib.so" not in members else f"{name}.so"
         with tempfile.TemporaryDirectory(prefix="tfpkg-export-") as d:
             lib_path = os.path.join(d, "lib.so")
