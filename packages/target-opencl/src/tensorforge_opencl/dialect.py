@@ -7,16 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tensorforge.codegen import Capabilities, Dialect, Features, Scope, SyncKind, ThreadAxis
-
-_FLOOR = """\
-inline {t} tf_floordiv_{t}({t} a, {t} b) {{
-  {t} q = a / b;
-  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
-}}
-inline {t} tf_floormod_{t}({t} a, {t} b) {{
-  {t} r = a % b;
-  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}}"""
+from tensorforge.codegen.dialect import floor_helpers, nan_minmax_helpers
 
 
 def preamble(f: Features, half_storage_only: bool = True) -> str:
@@ -26,9 +17,8 @@ def preamble(f: Features, half_storage_only: bool = True) -> str:
         lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
     if f.float16 and not half_storage_only:
         lines.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
-    names = OPENCL.type_names
-    for t in sorted(f.floor_int):
-        lines.append(_FLOOR.format(t=names[t]))
+    dialect = OPENCL if half_storage_only else OPENCL_FP16
+    lines += floor_helpers(f, dialect) + nan_minmax_helpers(f, dialect)
     return "\n".join(lines)
 
 

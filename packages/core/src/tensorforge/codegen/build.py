@@ -21,10 +21,11 @@ from ..expr import Buffer, IntImm, Var, post_order_collect
 from ..expr import dtype as dt
 from ..runtime.cfunction import Param, params_to_json
 from ..runtime.device import DeviceModule, device_library_desc
-from ..tir.stmt import AssertStmt, BufferStore, PrimFunc
+from ..tir.stmt import BufferStore, PrimFunc
 from ..tir.transform.split_host_device import HostProgram, rename_launches, split_host_device
 from .c_printer import CPrinter, kernel_name
 from .dialect import Dialect
+from .features import check_messages
 from .legalize import legalize
 
 
@@ -45,13 +46,16 @@ def _params(func: PrimFunc) -> list[Param]:
 
 
 def _plan(prog: HostProgram, func: PrimFunc) -> dict[str, Any]:
+    """The launch plan of one function: its parameters, its kernels (parameters, the messages
+    of their checks) and `asserts`, every kernel's messages in status order."""
     plan = prog.to_json()
     plan["params"] = params_to_json(_params(func))
+    plan["asserts"] = []
     for meta, k in zip(plan["kernels"], prog.kernels):
         meta["params"] = [{"kind": "buffer" if isinstance(p, Buffer) else "scalar",
                            "dtype": dt.element(p.dtype)} for p in k.params]
-        meta["asserts"] = [a.message for a in post_order_collect(
-            k.body, lambda n: isinstance(n, AssertStmt))]
+        meta["asserts"] = list(k.checks)  # type: ignore[attr-defined]
+        plan["asserts"] += meta["asserts"]
     return plan
 
 
@@ -79,8 +83,13 @@ def build_gpu(funcs: Sequence[PrimFunc] | PrimFunc, target: Any, dialect: Dialec
             if new != k.name:
                 rename_launches(prog.steps, k.name, new)
                 k.name = new
-    for k in kernels:
-        k.body = legalize(k.body, dialect)
+    for prog in programs:  # statuses of a function's checks: one numbering over its kernels
+        base = 0
+        for k in prog.kernels:
+            k.body = legalize(k.body, dialect)
+            k.checks = check_messages(k.body)  # type: ignore[attr-defined]
+            k.check_base = base  # type: ignore[attr-defined]
+            base += len(k.checks)  # type: ignore[attr-defined]
     source = printer(dialect).print_module(kernels)
     plans = [_plan(p, f) for p, f in zip(programs, funcs)]
     desc = device_library_desc(target, runtime, plans, device_options, dialect.name)

@@ -76,7 +76,7 @@ from ..tir.stmt import (
     Stmt,
 )
 from .dialect import Dialect, Scope, SyncKind, ThreadAxis
-from .features import scan
+from .features import check_messages, scan
 
 _BINARY = {Add: "+", Sub: "-", Mul: "*", EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">",
            GE: ">=", And: "&&", Or: "||"}
@@ -177,7 +177,9 @@ class _KernelPrinter:
         self.depth = 1
         self.ana = Analyzer()
         self.global_data: set[Var] = {b.data for b in kernel.params if isinstance(b, Buffer)}
-        self.asserts: list[str] = []
+        # assertions and data checks: status check_base + k + 1 when message k failed
+        self.checks: list[str] = getattr(kernel, "checks", None) or check_messages(kernel.body)
+        self.check_base: int = getattr(kernel, "check_base", 0)
         self.tmp = 0
 
     # names -------------------------------------------------------------------------------
@@ -245,7 +247,7 @@ class _KernelPrinter:
             ext = (k.grid if axis is ThreadAxis.BLOCK else k.block)[dim]
             self.ana.bind(var, Range(const(0), const(ext)))
         self.stmt(k.body)
-        if self.asserts:
+        if self.checks:
             qual = self.d.param_qualifier.get(Scope.GLOBAL, "")
             params.append(self.d.buffer_param.format(
                 qual=qual + " " if qual else "", const="", type="int", restrict="",
@@ -304,10 +306,12 @@ class _KernelPrinter:
     def s_AttrStmt(self, s: AttrStmt) -> None:
         self.stmt(s.body)
 
+    def status(self, message: str) -> int:
+        return self.check_base + self.checks.index(message) + 1
+
     def s_AssertStmt(self, s: AssertStmt) -> None:
-        self.asserts.append(s.message)
         self.emit(f"if (!({_strip(self.expr(s.condition))})) {{ tf_status[0] = "
-                  f"{len(self.asserts)}; return; }}")
+                  f"{self.status(s.message)}; return; }}")
         self.stmt(s.body)
 
     def s_Evaluate(self, s: Evaluate) -> None:
@@ -552,6 +556,8 @@ class _KernelPrinter:
         if op == "if_then_else":
             c, t, f = e.args
             return f"({self.expr(c)} ? {self.expr(t)} : {self.expr(f)})"
+        if op == "runtime_check":
+            return self.runtime_check(e)
         if op in ("tir.shuffle_down", "tir.shuffle_idx"):
             tmpl = self.d.shuffle_down if op == "tir.shuffle_down" else self.d.shuffle_idx
             if tmpl is None:
@@ -562,6 +568,19 @@ class _KernelPrinter:
         dtype = e.args[0].dtype if e.args else e.dtype
         return self.math(op, dtype, list(e.args))
 
+    def runtime_check(self, e: Call) -> str:
+        """`runtime_check(value, ok, description)`: where `ok` fails, the kernel's status says
+        which check (the host raises with its description) and a safe stand-in replaces the
+        value (index 0, divisor 1), so the rest of the kernel reads nothing out of bounds."""
+        value, ok, desc = e.args
+        if dt.lanes(value.dtype) > 1:
+            raise CodegenError(f"{self.d.name} printer: a vector runtime_check reached the "
+                               "printer; legalize splits those per lane")
+        text = desc.value if isinstance(desc, StringImm) else ""
+        safe = 1 if '"kind": "div_zero"' in text else 0
+        return (f"({self.expr(ok)} ? {self.expr(value)} : (tf_status[0] = {self.status(text)}, "
+                f"({self.ctype(value.dtype)}){safe}))")
+
     def math(self, op: str, dtype: str, args: list[PrimExpr]) -> str:
         elem = dt.element(dtype)
         if elem == "float16" and self.d.half_storage_only:
@@ -570,7 +589,7 @@ class _KernelPrinter:
         if tmpl is None:
             raise CodegenError(f"{self.d.name} has no spelling for {op}({dtype}); add it to "
                                "the dialect's math table")
-        return tmpl.format(*[_strip(self.expr(a)) for a in args])
+        return tmpl.format(*[_strip(self.expr(a)) for a in args], type=self.ctype(dtype))
 
 
 def _contiguous(idx: PrimExpr) -> bool:

@@ -67,7 +67,9 @@ BASE_MATH: Mapping[tuple[str, str], str] = MappingProxyType({
     ("fabs", ""): "fabs({0})", ("abs", "float"): "fabs({0})", ("abs", "int"): "abs({0})",
     ("sigmoid", "float32"): "(1.0f / (1.0f + exp(-({0}))))",
     ("sigmoid", "float64"): "(1.0 / (1.0 + exp(-({0}))))",
-    ("min", "float"): "fmin({0}, {1})", ("max", "float"): "fmax({0}, {1})",
+    # NaN-propagating, the first of equal operands (tensorforge.expr.numeric): a preamble
+    # helper per type (`nan_minmax_helpers`); C's fmin/fmax drop a NaN
+    ("min", "float"): "tf_fmin_{type}({0}, {1})", ("max", "float"): "tf_fmax_{type}({0}, {1})",
     ("min", "int"): "min({0}, {1})", ("max", "int"): "max({0}, {1})",
     ("fmod", ""): "fmod({0}, {1})",
 })
@@ -168,3 +170,40 @@ class Dialect:
             if t is not None:
                 return t
         return None
+
+
+_FLOOR_HELPERS = """\
+{q} {t} tf_floordiv_{t}({t} a, {t} b) {{
+  {t} q = a / b;
+  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}}
+{q} {t} tf_floormod_{t}({t} a, {t} b) {{
+  {t} r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}}"""
+
+
+def floor_helpers(features: Any, dialect: Dialect, qualifier: str = "inline") -> list[str]:
+    """Integer floor division and modulo for the int types the kernels divide."""
+    return [_FLOOR_HELPERS.format(q=qualifier, t=dialect.type_name(t))
+            for t in sorted(features.floor_int)]
+
+
+def nan_minmax_helpers(features: Any, dialect: Dialect, qualifier: str = "inline",
+                       vector_pick: str = "select({b}, {a}, {cond})") -> list[str]:
+    """`tf_fmax_<type>` / `tf_fmin_<type>` for the float types the kernels take a min or max
+    of: NaN in either operand gives NaN, equal operands give the first (so `max(-0.0, 0.0)` is
+    -0.0, as `tensorforge.expr.numeric` and ONNX Runtime's Relu). `vector_pick` spells an
+    elementwise choice for vector types (OpenCL's and Metal's `select`)."""
+    out = []
+    for elem, lanes in sorted(features.minmax):
+        if elem == "float16" and dialect.half_storage_only:
+            elem = "float32"
+        base = dialect.type_name(elem)
+        t = base if lanes == 1 else dialect.vector_type.format(type=base, lanes=lanes)
+        for name, op in (("fmax", ">="), ("fmin", "<=")):
+            cond = f"(a {op} b) || isnan(a)"
+            pick = (f"({cond}) ? a : b" if lanes == 1 else
+                    vector_pick.format(a="a", b="b", cond=cond))
+            out.append(f"{qualifier} {t} tf_{name}_{t}({t} a, {t} b) {{ return {pick}; }}")
+    return list(dict.fromkeys(out))

@@ -11,9 +11,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..expr import BufferLoad, Call, Cast, ExprVisitor, FloorDiv, PrimExpr
+from ..expr import (
+    BufferLoad,
+    Call,
+    Cast,
+    ExprVisitor,
+    FloorDiv,
+    Max,
+    PrimExpr,
+    StringImm,
+    post_order_collect,
+)
 from ..expr import dtype as dt
-from ..tir.stmt import Allocate, AssertStmt, BufferStore
+from ..tir.stmt import Allocate, AssertStmt, BufferStore, Stmt
 
 
 @dataclass
@@ -24,6 +34,8 @@ class Features:
     vectors: set[tuple[str, int]] = field(default_factory=set)
     calls: set[tuple[str, str]] = field(default_factory=set)  # (op, element dtype)
     floor_int: set[str] = field(default_factory=set)  # int dtypes with floordiv/floormod
+    #: float (dtype, lanes) of min/max (NaN-propagating: a helper function per type)
+    minmax: set[tuple[str, int]] = field(default_factory=set)
     shared: bool = False
     asserts: bool = False
 
@@ -72,6 +84,14 @@ class _Scan(ExprVisitor):
 
     visit_FloorMod = visit_FloorDiv  # type: ignore[assignment]
 
+    def visit_Max(self, e: Max) -> None:
+        p = dt.parse(e.dtype)
+        if p.code == "float":
+            self.f.minmax.add((p.element, p.lanes))
+        self.generic_visit(e)
+
+    visit_Min = visit_Max  # type: ignore[assignment]
+
     def visit_BufferLoad(self, e: BufferLoad) -> None:
         self._dtype(e.buffer.dtype)
         self.generic_visit(e)
@@ -100,3 +120,14 @@ def scan(kernels: Iterable[Any]) -> Features:
         sc.visit(k.body)
     return f
 
+
+
+def check_messages(body: Stmt) -> list[str]:
+    """The messages of a kernel's assertions and data checks (`runtime_check`), each once, in
+    a fixed order: status k of the kernel means message k - 1 failed."""
+    found = post_order_collect(body, lambda n: isinstance(n, AssertStmt) or (
+        isinstance(n, Call) and n.op == "runtime_check"))
+    msgs = [n.message if isinstance(n, AssertStmt) else
+            (n.args[2].value if len(n.args) > 2 and isinstance(n.args[2], StringImm) else "")
+            for n in found]
+    return list(dict.fromkeys(msgs))

@@ -3,7 +3,8 @@
 - Vector splitting: a vector store becomes one scalar store per lane when the dialect has no
   vector arithmetic (CUDA's `float4` has no operators), no vector type of that width, or when
   its value holds a vector `if_then_else` (C evaluates both sides of a vector select, and the
-  guarded side may read out of bounds: per lane, the C `?:` is lazy again).
+  guarded side may read out of bounds: per lane, the C `?:` is lazy again) or a vector data
+  check (`runtime_check`, printed per lane).
 - float16 on devices without half arithmetic is handled by the printer (loads and stores
   convert, arithmetic runs in float32), so no rewrite is needed here.
 """
@@ -65,8 +66,9 @@ def lane(e: PrimExpr, k: int) -> PrimExpr:
 
 
 def _has_vector_select(e: PrimExpr) -> bool:
-    return bool(post_order_collect(e, lambda n: isinstance(n, Call) and n.op == "if_then_else"
-                                   and dt.lanes(n.dtype) > 1))
+    """A vector lazy select or data check: each lane must be evaluated on its own."""
+    return bool(post_order_collect(e, lambda n: isinstance(n, Call) and n.op in (
+        "if_then_else", "runtime_check") and dt.lanes(n.dtype) > 1))
 
 
 class _Split(ExprMutator):

@@ -186,6 +186,9 @@ class DeviceFunction:
         self.params: tuple[Param, ...] = tuple(params_from_json(plan["params"]))
         self.plan = plan
         self.kernels = {k["name"]: k for k in plan["kernels"]}
+        #: messages of the kernels' assertions and data checks, in status order
+        self.asserts: tuple[str, ...] = tuple(plan.get("asserts") or [
+            m for k in plan["kernels"] for m in k.get("asserts", [])])
         self._workspaces: list[DeviceArray] | None = None
         self._lock = threading.Lock()
 
@@ -247,12 +250,34 @@ class DeviceFunction:
             else:
                 d.copy_to(host)
 
-    def run(self, args: Sequence[Any]) -> list[Any]:
-        """Launch the plan on device arrays and scalars (no copies); returns the events."""
+    def run(self, args: Sequence[Any], context: str = "",
+            nodes: Sequence[str] | None = None) -> list[Any]:
+        """Launch the plan on device arrays and scalars (no copies); returns the events. A
+        failed assertion or data check raises `error(...)` (`context` and `nodes` name the
+        graph kernel, as the executor knows it)."""
         with self._lock:
-            return self._run(args)
+            events, code = self._run(args)
+        if code:
+            host = [a.numpy() if isinstance(a, DeviceArray) else a for a in args]
+            raise self.error(code, context, host, nodes)
+        return events
 
-    def _run(self, args: Sequence[Any]) -> list[Any]:
+    def error(self, status: int, context: str = "", args: Sequence[Any] = (),
+              nodes: Sequence[str] | None = None) -> Exception:
+        """The exception for status `status` (as `CFunction.error`: a failed data check is a
+        `KernelCheckError` naming the node and the offending value found in `args`)."""
+        from .cfunction import KernelError
+        from .checks import check_error
+
+        err = check_error(self, status, context, args, nodes)
+        if err is not None:
+            return err
+        what = self.asserts[status - 1] if 0 < status <= len(self.asserts) else \
+            f"status {status}"
+        msg = f"kernel {self.name!r}: assertion failed: {what}"
+        return KernelError(f"{context}: {msg}" if context else msg, self.name, status, context)
+
+    def _run(self, args: Sequence[Any]) -> tuple[list[Any], int]:
         mod = self.module
         dev = mod.device
         program = mod.program
@@ -288,13 +313,7 @@ class DeviceFunction:
                         steps(st["body"], {**env, st["loop"]: i})
 
         steps(self.plan["steps"], {})
-        if status is not None:
-            code = int(status.numpy()[0])
-            if code:
-                msgs = [m for k in self.plan["kernels"] for m in k.get("asserts", [])]
-                what = msgs[code - 1] if 0 < code <= len(msgs) else f"status {code}"
-                raise TensorforgeError(f"kernel {self.name!r}: assertion failed: {what}")
-        return events
+        return events, int(status.numpy()[0]) if status is not None else 0
 
     def time(self, args: Sequence[Any], number: int = 1, repeat: int = 3,
              min_repeat_ms: float = 0.0) -> TimeResult:

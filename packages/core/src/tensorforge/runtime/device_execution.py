@@ -59,8 +59,10 @@ class KernelStep:
     device, with device arrays, or on the host, with host arrays), then its downloads.
     `synchronize()` waits for the device (the executor's profile times whole steps)."""
 
-    def __init__(self, fn: Any, args: list[Any], device: Any = None):
+    def __init__(self, fn: Any, args: list[Any], device: Any = None, context: str = "",
+                 nodes: Sequence[str] | None = None):
         self.fn, self.args, self.device = fn, args, device
+        self.context, self.nodes = context, nodes  # name the graph kernel in errors
         self.before: list[tuple[str, Any, Any]] = []  # ("up"|"down", device side, host side)
         self.after: list[tuple[str, Any, Any]] = []
 
@@ -75,7 +77,7 @@ class KernelStep:
         for c in self.before:
             self._copy(*c)
         if self.device is not None:
-            self.fn.run(self.args)
+            self.fn.run(self.args, self.context, self.nodes)
         else:
             self.fn(*self.args)
         for c in self.after:
@@ -147,7 +149,10 @@ def bind_devices(desc: Mapping[str, Any], calls: Sequence[tuple[Any, list[np.nda
             continue
         dev = fn.module.device
         devices[id(dev)] = dev
-        step = KernelStep(fn, [device_array(vi, dev) for vi in k["args"]], dev)
+        from .graph_executor import _where  # (it imports this module)
+
+        step = KernelStep(fn, [device_array(vi, dev) for vi in k["args"]], dev, _where(k),
+                          k.get("nodes"))
         for vi in ins:
             if id(dev) in where.get(vi, set()):
                 continue
