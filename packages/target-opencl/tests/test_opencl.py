@@ -194,3 +194,17 @@ def test_templates_with_every_knob_compute_right(opencl_target, knobs):
     mod(x, w, out)
     want = ref.conv2d_nchw(x, w, 1, 1) if "tile_f" in knobs else x @ w.T
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.opencl
+def test_zero_dimensional_arrays(opencl_target):
+    """A 0-d graph input (ONNX Clip's bounds) keeps its shape on its way to the device."""
+    from tensorforge.graph import Graph
+
+    g = Graph("clip")
+    x = g.add_input("x", (5,), "float32")
+    lo = g.add_input("lo", (), "float32")
+    g.outputs = [g.add("maximum", x, lo)]
+    compiled = tensorforge.compile(g, target=opencl_target)
+    (y,) = compiled.run({"x": np.arange(5, dtype="float32"), "lo": np.array(2.5, "float32")})
+    np.testing.assert_array_equal(y, np.maximum(np.arange(5), 2.5))

@@ -121,7 +121,9 @@ class Allocator:
         return cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size=max(1, int(nbytes)))
 
     def copy_in(self, handle: Any, array: np.ndarray) -> None:
-        _cl().enqueue_copy(self.queue, handle, np.ascontiguousarray(array), is_blocking=True)
+        a = np.asarray(array)
+        _cl().enqueue_copy(self.queue, handle, a if a.flags.c_contiguous else a.copy(order="C"),
+                           is_blocking=True)
 
     def copy_out(self, array: np.ndarray, handle: Any) -> None:
         _cl().enqueue_copy(self.queue, array, handle, is_blocking=True)

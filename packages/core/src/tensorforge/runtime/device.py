@@ -94,13 +94,13 @@ class DeviceArray:
 
     @classmethod
     def from_numpy(cls, device: Device, array: np.ndarray) -> DeviceArray:
-        a = np.ascontiguousarray(array)
+        a = _contiguous(array)
         out = cls(device, a.shape, a.dtype)
         out.copy_from(a)
         return out
 
     def copy_from(self, array: np.ndarray) -> None:
-        a = np.ascontiguousarray(array, dtype=self.dtype)
+        a = _contiguous(array, self.dtype)
         if a.shape != self.shape:
             raise TensorforgeError(f"cannot copy an array of shape {a.shape} into a device "
                                    f"array of shape {self.shape}")
@@ -118,6 +118,13 @@ class DeviceArray:
 
     def __repr__(self) -> str:
         return f"<DeviceArray {self.dtype}{list(self.shape)} on {self.device.name}>"
+
+
+def _contiguous(array: Any, dtype: Any = None) -> np.ndarray:
+    """`array` as a C-contiguous array of `dtype`, keeping its shape (numpy's
+    `ascontiguousarray` turns a 0-d array into a 1-d one)."""
+    a = np.asarray(array, dtype=dtype)
+    return a if a.flags.c_contiguous else a.copy(order="C")
 
 
 def _import(ref: str) -> Any:
