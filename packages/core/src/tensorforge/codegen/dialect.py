@@ -71,6 +71,10 @@ BASE_MATH: Mapping[tuple[str, str], str] = MappingProxyType({
     # helper per type (`nan_minmax_helpers`); C's fmin/fmax drop a NaN
     ("min", "float"): "tf_fmin_{type}({0}, {1})", ("max", "float"): "tf_fmax_{type}({0}, {1})",
     ("min", "int"): "min({0}, {1})", ("max", "int"): "max({0}, {1})",
+    # C promotes narrow integers to int inside expressions: cast back, or min/max of a
+    # uchar and an int is ambiguous
+    **{(op, t): f"{op}(({{type}})({{0}}), ({{type}})({{1}}))" for op in ("min", "max")
+       for t in ("int8", "uint8", "int16", "uint16")},
     ("fmod", ""): "fmod({0}, {1})",
 })
 
