@@ -184,6 +184,7 @@ class _KernelPrinter:
         self.checks: list[str] = getattr(kernel, "checks", None) or check_messages(kernel.body)
         self.check_base: int = getattr(kernel, "check_base", 0)
         self.tmp = 0
+        self.lazy = 0  # > 0 inside operands C evaluates only sometimes (?:, &&, ||)
 
     # names -------------------------------------------------------------------------------
     def name(self, key: Any, base: str) -> str:
@@ -418,7 +419,10 @@ class _KernelPrinter:
         if m is None:
             for klass, op in _BINARY.items():
                 if isinstance(e, klass):
-                    text = f"({self.expr(e.a)} {op} {self.expr(e.b)})"  # type: ignore[attr-defined]
+                    a = self.expr(e.a)  # type: ignore[attr-defined]
+                    b = self.lazily(e.b) if klass in (And, Or) else \
+                        self.expr(e.b)  # type: ignore[attr-defined]
+                    text = f"({a} {op} {b})"
                     if klass in _WRAPPING and e.dtype in _NARROW_INTS:
                         # C computes narrow integers in int: wrap like the type (as LLVM does)
                         return f"(({self.ctype(e.dtype)}){text})"
@@ -497,11 +501,37 @@ class _KernelPrinter:
         return f"(!{self.expr(e.a)})"
 
     def e_Select(self, e: Select) -> str:
+        # both operands of a Select may be evaluated (unlike if_then_else's): lets hoist
         return f"({self.expr(e.condition)} ? {self.expr(e.true_value)} : " \
                f"{self.expr(e.false_value)})"
 
+    def lazily(self, e: PrimExpr) -> str:
+        """`e` where C may not evaluate it (a branch of ?:, the right of && and ||): lets in it
+        are not hoisted above the statement."""
+        self.lazy += 1
+        try:
+            return self.expr(e)
+        finally:
+            self.lazy -= 1
+
     def e_Let(self, e: Let) -> str:
-        return self.expr(substitute(e.body, {e.var: e.value}))
+        """A let is a constant declared before the statement (once, whatever the number of
+        uses: `int_pow`'s chain of squares would double at every step if substituted); where
+        C evaluates the expression only sometimes, it is substituted."""
+        if self.lazy:
+            return self.expr(substitute(e.body, {e.var: e.value}))
+        value = _strip(self.expr(e.value))
+        name = self.fresh(e.var.name)
+        self.emit(f"const {self.ctype(e.var.dtype)} {name} = {value};")
+        old = self.names.get(e.var)
+        self.names[e.var] = name
+        try:
+            return self.expr(e.body)
+        finally:
+            if old is None:
+                del self.names[e.var]
+            else:
+                self.names[e.var] = old
 
     def e_Cast(self, e: Cast) -> str:
         src, dst = e.value.dtype, e.dtype
@@ -562,7 +592,7 @@ class _KernelPrinter:
             return self.expr(e.args[0])
         if op == "if_then_else":
             c, t, f = e.args
-            return f"({self.expr(c)} ? {self.expr(t)} : {self.expr(f)})"
+            return f"({self.expr(c)} ? {self.lazily(t)} : {self.lazily(f)})"
         if op == "runtime_check":
             return self.runtime_check(e)
         if op in ("tir.shuffle_down", "tir.shuffle_idx"):
@@ -593,7 +623,7 @@ class _KernelPrinter:
                                "printer; legalize splits those per lane")
         text = desc.value if isinstance(desc, StringImm) else ""
         safe = 1 if '"kind": "div_zero"' in text else 0
-        return (f"({self.expr(ok)} ? {self.expr(value)} : (tf_status[0] = {self.status(text)}, "
+        return (f"({self.expr(ok)} ? {self.lazily(value)} : (tf_status[0] = {self.status(text)}, "
                 f"({self.ctype(value.dtype)}){safe}))")
 
     def math(self, op: str, dtype: str, args: list[PrimExpr]) -> str:
