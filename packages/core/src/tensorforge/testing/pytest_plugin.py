@@ -44,6 +44,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             it.add_marker(pytest.mark.skip(reason=f"opencl: {why}"))
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """An `opencl` test skips when TensorFlow was loaded after collection (see hardware.py)."""
+    if item.get_closest_marker("opencl") is not None:
+        from tensorforge.testing.hardware import opencl_status
+
+        why = opencl_status()
+        if why:
+            pytest.skip(f"opencl: {why}")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     _plugins.set_autoload(True)
 
