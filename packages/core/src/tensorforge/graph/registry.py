@@ -35,7 +35,9 @@ class OpDef:
     """`compute(inputs: list[te.Tensor], attrs, out_types) -> list[te.Tensor]`.
     `index_inputs`: positions of inputs whose values are indices into another input (checked
     at run time; fusion keeps their producers out of the group so the error path can read
-    the offending value from the kernel's arguments)."""
+    the offending value from the kernel's arguments). `gpu` False: core's generic GPU
+    schedule must not take the op (it runs on the host unless a GPU target registers a
+    strategy for it)."""
 
     name: str
     pattern: OpPattern
@@ -44,6 +46,7 @@ class OpDef:
     compute: ComputeFn | None = None
     doc: str = ""
     index_inputs: tuple[int, ...] = ()
+    gpu: bool = True
 
 
 _OPS: dict[str, OpDef] = {}
@@ -55,10 +58,10 @@ class UnknownOpError(TensorforgeError, KeyError):
 
 def register_op(name: str, pattern: OpPattern, infer: InferFn, reference: ReferenceFn,
                 compute: ComputeFn | None = None, doc: str = "",
-                index_inputs: tuple[int, ...] = ()) -> OpDef:
+                index_inputs: tuple[int, ...] = (), *, gpu: bool = True) -> OpDef:
     if name in _OPS:
         raise TensorforgeError(f"graph op {name!r} is registered twice")
-    d = OpDef(name, pattern, infer, reference, compute, doc, tuple(index_inputs))
+    d = OpDef(name, pattern, infer, reference, compute, doc, tuple(index_inputs), gpu)
     _OPS[name] = d
     return d
 

@@ -10,11 +10,14 @@ Members (format version 2):
                     constant in its smallest faithful form, transforms redone at load)
     lib.so          the CPU kernels (a shared library carrying its own kernel table)
     lib.so.json     their signatures (checked against that table)
+    <dev>.src       a device module's source (e.g. OpenCL C), when the model runs on a device
+    <dev>.json      its launch plans (kernels, grid, block, arguments, workspaces)
 
-The manifest's `modules` is a list so that a package can hold several (a CPU library and
-device code later); each entry names a `loader` (a kind registered with
+The manifest's `modules` is a list so that a package holds several (the CPU library of the
+host's kernels and a device's code); each entry names a `loader` (a kind registered with
 `register_module_loader`, never an importable path: a package cannot make `load` import
-anything) and its member files.
+anything) and its member files. A `device-library` entry names its device kind ("opencl"),
+which `DEVICE_RUNTIMES` maps to the runtime that drives it; the device is opened at load.
 
 A package contains native code: loading one runs the library's code, so it must be trusted
 like any shared library. `load` checks what it can before that code is reached: every member's
@@ -45,9 +48,10 @@ from tensorforge._version import __version__
 from tensorforge.errors import PackageError, TensorforgeError
 
 from .cpu_features import check_host, required_features, triple_arch, triple_os
+from .device import DeviceModule
 from .elf import elf_machine
 from .files import atomic_output
-from .module import Module, open_library
+from .module import Module, ModuleSet, open_library
 from .package_fields import REEXPORT, check_requires, malformed_member
 from .params_store import pack_params, unpack_params
 from .validate import check_description
@@ -104,17 +108,26 @@ def export_package(model: Any, path: Any) -> str:
         raise TensorforgeError("this model has no kernels to export")
     members: dict[str, bytes] = {}
     modules = []
-    if module is not None:
+    parts = module.modules if isinstance(module, ModuleSet) else \
+        ({} if module is None else {"cpu": module})
+    for name, part in parts.items():
+        if isinstance(part, DeviceModule):
+            modules.append(_export_device_module(name, part, members))
+            continue
+        if hasattr(part, "package_entry"):  # a target's own module kind (an accelerator):
+            modules.append(part.package_entry(name, members))  # adds its members, its entry
+            continue
+        lib = "lib.so" if "lib.so" not in members else f"{name}.so"
         with tempfile.TemporaryDirectory(prefix="tfpkg-export-") as d:
-            lib = os.path.join(d, "lib.so")
-            module.export_library(lib)
-            with open(lib, "rb") as f:
-                members["lib.so"] = f.read()
-            with open(lib + ".json", "rb") as f:
-                members["lib.so.json"] = f.read()
-        modules.append({"name": "cpu", "loader": "cpu-library",
-                        "files": {"library": "lib.so", "signatures": "lib.so.json"},
-                        "requires": requirements(module.target_info(),
+            lib_path = os.path.join(d, "lib.so")
+            part.export_library(lib_path)
+            with open(lib_path, "rb") as f:
+                members[lib] = f.read()
+            with open(lib_path + ".json", "rb") as f:
+                members[lib + ".json"] = f.read()
+        modules.append({"name": "cpu" if name == "cpu" else name, "loader": "cpu-library",
+                        "files": {"library": lib, "signatures": lib + ".json"},
+                        "requires": requirements(part.target_info(),
                                                  str(model.desc.get("target", "")))})
     index, blob, stats = pack_params(dict(model.params), getattr(model, "derived", None))
     members["graph.json"] = json.dumps(model.desc, indent=1).encode()
@@ -284,24 +297,56 @@ def _load_cpu_library(entry: Mapping[str, Any], members: Mapping[str, bytes], tm
 register_module_loader("cpu-library", _load_cpu_library)
 
 
-class ModuleSet(Module):
-    """The kernels of several modules of one package, by name."""
+# -- device modules (OpenCL source and launch plans) ----------------------------------------
+def _export_device_module(name: str, module: DeviceModule, members: dict[str, bytes]
+                          ) -> dict[str, Any]:
+    kind = module.desc.get("target_kind", name)
+    with tempfile.TemporaryDirectory(prefix="tfpkg-export-") as d:
+        path = os.path.join(d, "kernels")
+        module.export_library(path)
+        with open(path, "rb") as f:
+            members[f"{name}.src"] = f.read()
+        with open(path + ".json", "rb") as f:
+            members[f"{name}.json"] = f.read()
+    return {"name": name, "loader": "device-library", "device": kind,
+            "files": {"source": f"{name}.src", "plan": f"{name}.json"},
+            "requires": {"device": kind, "target": module.desc.get("target", "")}}
 
-    type_key = "package"
 
-    def __init__(self, modules: list[Module]):
-        functions: dict[str, Any] = {}
-        for m in modules:
-            for name in m.function_names:
-                if name in functions:
-                    raise PackageError(f"two modules of the package define kernel {name!r}")
-                functions[name] = m[name]
-        super().__init__(functions)
-        self.modules = modules
+def _load_device_library(entry: Mapping[str, Any], members: Mapping[str, bytes], tmp: str,
+                         where: str) -> Module:
+    """A device module: its source and launch plans; the runtime that runs them comes from
+    the trusted table of device kinds (`DEVICE_RUNTIMES`), not from the package. The device
+    is opened now, so a machine without it fails at load, naming what is missing."""
+    from .device import DEVICE_LIBRARY_FORMAT, DEVICE_RUNTIMES
 
-    def close(self) -> None:
-        for m in self.modules:
-            m.close()
+    files = entry.get("files") if isinstance(entry.get("files"), dict) else {}
+    source = _member({}, members, files.get("source"), where, "device source")
+    plan = _json(_member({}, members, files.get("plan"), where, "launch plan"), where,
+                 files.get("plan"))
+    kind = entry.get("device")
+    runtime = DEVICE_RUNTIMES.get(kind) if isinstance(kind, str) else None
+    if runtime is None:
+        raise PackageError(f"cannot load {where}: its module {entry.get('name')!r} runs on "
+                           f"device kind {kind!r}, which no installed runtime drives (known: "
+                           f"{', '.join(sorted(DEVICE_RUNTIMES))})")
+    if not isinstance(plan, dict) or plan.get("format") != DEVICE_LIBRARY_FORMAT:
+        raise PackageError(f"cannot load {where}: {files.get('plan')!r} is not a device "
+                           "library's launch plan")
+    desc = {k: v for k, v in plan.items() if k not in ("format", "version", "loader")}
+    desc["runtime"] = runtime
+    try:
+        module = DeviceModule(desc, source.decode("utf-8"))
+        module.device  # noqa: B018 - opens the device now: a missing one fails at load
+    except (KeyError, TypeError, ValueError, UnicodeDecodeError) as e:
+        raise PackageError(f"cannot load {where}: the launch plan of module "
+                           f"{entry.get('name')!r} is malformed ({e})") from None
+    except TensorforgeError as e:
+        raise PackageError(f"cannot load {where}: its kernels run on {kind}: {e}") from None
+    return module
+
+
+register_module_loader("device-library", _load_device_library)
 
 
 def load(path: Any, sha256: str | None = None, max_concurrency: int | None = None) -> Any:
@@ -346,7 +391,9 @@ def load(path: Any, sha256: str | None = None, max_concurrency: int | None = Non
                     "of the target it was compiled for")
             loaded.append(loader(entry, members, tmp, where))
         members.clear()
-        module = None if not loaded else loaded[0] if len(loaded) == 1 else ModuleSet(loaded)
+        names = [e.get("name", str(i)) for i, e in enumerate(entries)]
+        module = None if not loaded else loaded[0] if len(loaded) == 1 else \
+            ModuleSet(dict(zip(names, loaded)))
         return CompiledModel(module, graph, params, max_concurrency=max_concurrency,
                              on_close=[m.close for m in loaded])
     except Exception:

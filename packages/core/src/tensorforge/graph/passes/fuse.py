@@ -28,10 +28,14 @@ chains become several kernels, which identical workloads then share. A group als
 where inlining would make an expression read its inputs more than `MAX_INLINE_SIZE` times
 (ops that read their input twice double it: see `inline_size.py`).
 
-With `enabled=False` (opt-level 0) every node is its own group.
+With `enabled=False` (opt-level 0) every node is its own group. With `device_of` (a node ->
+device name map from placement), a node joins only a group on its own device: fusion never
+crosses devices.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from ...errors import TensorforgeError
 from ...naming import c_identifier
@@ -98,10 +102,11 @@ class _Group:
             self.master = n
 
 
-def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
-    """Cut `g` into fused groups (one kernel each), in an order that respects dependencies.
-    A zero-copy concat (`concat_views`) is a group of its own that nothing joins (a view,
-    no kernel)."""
+def fuse_ops(g: Graph, enabled: bool = True,
+             device_of: Callable[[Node], str] | None = None) -> list[FusedGroup]:
+    """Cut `g` into fused groups (one kernel each), in an order that respects dependencies;
+    with `device_of`, groups never span two devices. A zero-copy concat (`concat_views`) is
+    a group of its own that nothing joins (a view, no kernel)."""
     consumers = g.consumers()
     views = concat_views(g).nodes if enabled else set()
     graph_outputs = {id(v) for v in g.outputs}
@@ -122,6 +127,8 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
                 if any(c is not n for c in consumers.get(v, [])):
                     continue
                 grp = group_of[id(p)]
+                if device_of is not None and device_of(p) != device_of(n):
+                    continue
                 if (grp.accepts(n, pattern) and not _makes_cycle(grp, n, group_of)
                         and _inline_size(n, grp, group_of, size) <= MAX_INLINE_SIZE):
                     joined = grp
@@ -138,12 +145,12 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
             if src is not None and src is not joined:
                 joined.deps.add(src)
     if enabled:
-        groups = _merge_epilogues(g, groups, group_of)
+        groups = _merge_epilogues(g, groups, group_of, device_of)
     return _finish(g, groups, consumers, graph_outputs, views)
 
 
-def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group]
-                     ) -> list[_Group]:
+def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group],
+                     device_of: Callable[[Node], str] | None = None) -> list[_Group]:
     """Merge injective groups into the small dense group whose outputs they read (see the
     module docstring), repeatedly, so that chains of them join too."""
     order = {id(n): i for i, n in enumerate(g.nodes)}
@@ -159,6 +166,8 @@ def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group]
             changed = False
             for other in groups:
                 if other is grp or other in merged or other.pattern > _INJ:
+                    continue
+                if device_of is not None and device_of(other.master) != device_of(grp.master):
                     continue
                 if grp not in other.deps or len(other.deps) > 3:
                     continue  # not a reader of grp, or a gather of many (a concat of steps)
