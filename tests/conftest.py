@@ -51,3 +51,11 @@ def tforge() -> Callable[..., subprocess.CompletedProcess]:
                               text=True, env=full, timeout=120)
 
     return run
+
+
+@pytest.fixture
+def onnx_frontend(plugins):
+    """The ONNX frontend registered in the test's registry (skips without onnx)."""
+    pytest.importorskip("onnx")
+    pytest.importorskip("tensorforge_onnx.frontend")
+    plugins.register("tensorforge_onnx.plugin", "onnx", distribution="tensorforge-frontend-onnx")

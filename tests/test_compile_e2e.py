@@ -5,10 +5,7 @@ compiler; input errors; the `tforge compile / run / inspect` round trip."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -100,43 +97,13 @@ def test_wrong_inputs_say_what_the_model_expects(llvm_target, cnn_input) -> None
         model.run([cnn_input, cnn_input])
 
 
-_LOAD_SCRIPT = textwrap.dedent("""
-    import sys
-    BLOCKED = {blocked!r}
-
-    class Blocker:
-        def find_spec(self, name, path=None, target=None):
-            if any(name == b or name.startswith(b + ".") for b in BLOCKED):
-                raise ImportError("blocked in this test: " + name)
-            return None
-
-    sys.meta_path.insert(0, Blocker())
-    import numpy as np
-    import tensorforge
-    model = tensorforge.load(sys.argv[1])
-    outs = model.run({{"x": np.load(sys.argv[2])}})
-    np.savez(sys.argv[3], *outs)
-    loaded = sorted(m for m in sys.modules if any(m == b or m.startswith(b + ".")
-                                                   for b in BLOCKED))
-    print("LOADED", loaded)
-""")
-
-
 def test_export_then_load_in_a_fresh_process_without_the_compiler(
         llvm_target, cnn_input, tmp_path: Path) -> None:
+    from tensorforge.testing.isolated import run_without_compiler
+
     model = tensorforge.compile(small_cnn(), target=_target(llvm_target))
     pkg = model.export(tmp_path / "cnn.tfpkg")
-    np.save(tmp_path / "x.npy", cnn_input)
-    script = tmp_path / "load.py"
-    script.write_text(_LOAD_SCRIPT.format(blocked=BLOCKED))
-    env = {**os.environ, "TENSORFORGE_PLUGINS": "none"}
-    proc = subprocess.run([sys.executable, str(script), pkg, str(tmp_path / "x.npy"),
-                           str(tmp_path / "out.npz")], capture_output=True, text=True, env=env,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "LOADED []" in proc.stdout
-    with np.load(tmp_path / "out.npz") as z:
-        loaded = [z[f"arr_{i}"] for i in range(len(z.files))]
+    loaded = run_without_compiler(pkg, {"x": cnn_input}, blocked=BLOCKED, timeout=120)
     for a, b in zip(loaded, model.run({"x": cnn_input})):
         np.testing.assert_array_equal(a, b)
     again = tensorforge.load(pkg)  # and in this process; a loaded model exports again
@@ -175,13 +142,6 @@ def _onnx_model(path: Path) -> Path:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     onnx.save(model, path)
     return path
-
-
-@pytest.fixture
-def onnx_frontend(plugins):
-    pytest.importorskip("onnx")
-    pytest.importorskip("tensorforge_onnx.frontend")
-    plugins.register("tensorforge_onnx.plugin", "onnx", distribution="tensorforge-frontend-onnx")
 
 
 def test_onnx_model_matches_onnxruntime(llvm_target, onnx_frontend, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import textwrap
@@ -28,6 +29,7 @@ import tensorforge
 from tensorforge.errors import PackageError
 from tensorforge.graph import Graph
 from tensorforge.runtime import cpu_features
+from tensorforge.runtime import package as package_module
 from tensorforge.runtime.arena import ClosedError
 
 
@@ -312,3 +314,106 @@ def test_packages_store_the_3x3_weights_and_rebuild_the_winograd_ones(llvm_targe
     for k, a in model.params.items():
         assert loaded.params[k].tobytes() == a.tobytes(), k
     np.testing.assert_array_equal(loaded.run({"x": X})[0], model.run({"x": X})[0])
+
+
+# -- damage found by the package fuzzer (tests/fuzz): internal errors out of the loader before
+#    read_package and the loader turned them into PackageErrors naming the member
+_EOCD = b"PK\x05\x06"
+
+
+def test_a_central_directory_pointing_before_the_file(pkg: Path, tmp_path: Path) -> None:
+    """Package fuzz seed 2157: the directory's offset, damaged, made zipfile seek to a
+    negative position (ValueError: negative seek value)."""
+    data = bytearray(pkg.read_bytes())
+    end = data.rindex(_EOCD)
+    (offset,) = struct.unpack_from("<I", data, end + 16)
+    struct.pack_into("<I", data, end + 16, offset + 1000)
+    bad = tmp_path / "seek.tfpkg"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(PackageError, match=r"manifest.json is damaged or malformed "
+                       r"\(ValueError: negative seek.*export it again"):
+        tensorforge.load(bad)
+
+
+def test_a_member_marked_compressed_that_is_not(pkg: Path, tmp_path: Path) -> None:
+    """A flipped compression method: the stored bytes read as deflate data (zlib.error)."""
+    data = bytearray(pkg.read_bytes())
+    with zipfile.ZipFile(pkg) as z:
+        info = z.getinfo("graph.json")
+    assert info.compress_type == zipfile.ZIP_STORED
+    struct.pack_into("<H", data, info.header_offset + 8, zipfile.ZIP_DEFLATED)  # local header
+    central = data.index(b"PK\x01\x02")  # the directory entries: method at +10, name at +46
+    while data[central + 46:central + 46 + len(b"graph.json")] != b"graph.json":
+        central = data.index(b"PK\x01\x02", central + 4)
+    struct.pack_into("<H", data, central + 10, zipfile.ZIP_DEFLATED)
+    bad = tmp_path / "deflate.tfpkg"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(PackageError, match=r"member 'graph.json' is damaged or malformed"):
+        tensorforge.load(bad)
+
+
+@pytest.mark.parametrize("edit, match", [
+    # package fuzz seed 6107: an int target triple was an AttributeError in triple_arch
+    (lambda d: d["target"].__setitem__("mtriple", 2),
+     r"signature file's target 'mtriple' is 2 \(an integer\), not a string"),
+    # package fuzz seed 6455: a list where a function name belongs was a TypeError
+    (lambda d: d["functions"][0].__setitem__("name", [2, 255]),
+     r"signature file's function 0 'name' is \[2, 255\] \(a list\), not a string"),
+    (lambda d: d["functions"].__setitem__(0, 7), r"function 0 is 7 \(an integer\), not an obj"),
+    (lambda d: d["functions"][0].__setitem__("params", {}), r"function 0 'params' is \{\}"),
+    (lambda d: d.__setitem__("entry_name", 3), r"'entry_name' is 3"),
+    # a well-typed target that is not the library's own record
+    (lambda d: d["target"].__setitem__("mcpu", "generic"),
+     r"the signature file's target .* is not the one in the library's kernel table"),
+])
+def test_signature_file_fields_of_the_wrong_type(pkg: Path, tmp_path: Path, edit,
+                                                 match: str) -> None:
+    def apply(doc: dict) -> None:
+        doc.setdefault("target", {})
+        edit(doc)
+
+    bad = rewrite(pkg, tmp_path / "sig.tfpkg", {"lib.so.json": edit_json(apply)})
+    with pytest.raises(PackageError, match=match):
+        tensorforge.load(bad)
+
+
+@pytest.mark.parametrize("requires, match", [
+    ({"arch": 5}, r"requires 'arch' is 5 \(an integer\), not a string"),
+    ({"features": "avx2"}, r"requires 'features' is \"avx2\" \(a string\), not a list"),
+    ({"features": [1]}, r"requires 'features' is \[1\]"),
+    ([], r"does not say what machine it was built for"),
+])
+def test_module_requirements_of_the_wrong_type(pkg: Path, tmp_path: Path, requires,
+                                               match: str) -> None:
+    def manifest(man: dict) -> None:
+        man["modules"][0]["requires"] = (requires if not isinstance(requires, dict)
+                                         else {**man["modules"][0]["requires"], **requires})
+
+    bad = rewrite(pkg, tmp_path / "req.tfpkg", {}, manifest=manifest)
+    with pytest.raises(PackageError, match=match):
+        tensorforge.load(bad)
+
+
+def test_a_module_name_does_not_choose_where_the_library_is_written(
+        pkg: Path, tmp_path: Path, monkeypatch) -> None:
+    """The entry's name was joined to the private directory: "/abs/path" or "../x" wrote the
+    library outside it."""
+    outside = tmp_path / "outside"
+    written: list[str] = []
+    real = package_module.open_library
+
+    def spy(path: str, *args, **kw):
+        written.append(path)
+        return real(path, *args, **kw)
+
+    monkeypatch.setattr(package_module, "open_library", spy)
+
+    def manifest(man: dict) -> None:
+        man["modules"][0]["name"] = str(outside)
+
+    renamed = rewrite(pkg, tmp_path / "name.tfpkg", {}, manifest=manifest)
+    with tensorforge.load(renamed) as model:
+        (y,) = model.run({"x": X})
+    assert y.shape == (1, 10)
+    assert len(written) == 1 and not written[0].startswith(str(outside))
+    assert Path(written[0]).parent.name.startswith("tfpkg-")

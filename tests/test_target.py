@@ -130,3 +130,80 @@ def test_round_trip(threads, mcpu, fast, scale):
         reg.register(FakePlugin(), "fake")
         t = Target(KIND.name, {"threads": threads, "mcpu": mcpu, "fast": fast, "scale": scale})
         assert Target.parse(str(t)) == t
+
+
+# -- typed options: choices, ranges, the kind's validate hook -------------------------------
+def _check_pair(explicit):
+    if explicit.get("lo", 0) > explicit.get("hi", 10):
+        raise TargetError(f"-lo must not exceed -hi (got {explicit})")
+
+
+def _broken_check(explicit):
+    raise KeyError("oops")
+
+
+CHECKED = TargetKind(
+    "checked", "cpu",
+    {"mode": TargetOption(str, "auto", "mode", choices=("auto", "fast", "small")),
+     "lo": TargetOption(int, 0, "low", min=0, max=10),
+     "hi": TargetOption(int, 10, "high", min=0, max=10),
+     "gain": TargetOption(float, 1.0, "gain", min=0.0),
+     "flag": TargetOption(bool, False, "flag")},
+    validate="fake_detect_mod:check",
+)
+
+
+@pytest.fixture
+def checked(plugins, monkeypatch):
+    mod = types.SimpleNamespace(check=_check_pair, detect=_detect)
+    monkeypatch.setitem(sys.modules, "fake_detect_mod", mod)
+
+    class P:
+        @hookimpl
+        def register_targets(self, register):
+            register(CHECKED)
+
+    plugins.register(P(), "checked", distribution="checked-dist")
+    return mod
+
+
+@pytest.mark.parametrize("text, message", [
+    ("checked -mode=fats", r"-mode does not take 'fats'. Did you mean 'fast'\? The 3 valid "
+                           r"values, closest first: fast, auto, small"),
+    ("checked -lo=11", r"-lo=11 is out of range: it takes 0..10"),
+    ("checked -lo=-1", r"-lo=-1 is out of range"),
+    ("checked -gain=-0.5", r"-gain=-0.5 is out of range: it takes >= 0.0"),
+    ("checked -gain=nan", r"-gain expects a finite number"),
+    ("checked -flag=7", r"-flag expects a bool, got '7' \(true/false, on/off"),
+    ("checked -lo=5 -hi=4", r"-lo must not exceed -hi"),
+    ("checked -nope=1", r"Options of 'checked': -mode \(auto\|fast\|small\), -lo \(int 0..10\)"),
+])
+def test_typed_options_refuse_bad_values_listing_valid_ones(checked, text, message):
+    with pytest.raises(TargetError, match=message):
+        Target.parse(text)
+
+
+def test_typed_options_accept_valid_values(checked):
+    t = Target.parse("checked -mode=small -lo=3 -hi=10 -gain=2.5 -flag=on")
+    assert t.explicit == {"mode": "small", "lo": 3, "hi": 10, "gain": 2.5, "flag": True}
+    assert Target.parse(str(t)) == t
+    with pytest.raises(TargetError, match="out of range"):
+        t.with_options(lo=20)
+
+
+def test_a_broken_validator_is_a_target_error(checked, monkeypatch):
+    monkeypatch.setattr(checked, "check", _broken_check)
+    with pytest.raises(TargetError, match=r"checking the options of target 'checked' failed "
+                                          r"\(KeyError"):
+        Target.parse("checked -lo=1")
+
+
+def test_option_schema_is_checked_when_declared():
+    with pytest.raises(ValueError, match="choices"):
+        TargetOption(str, "auto", choices=("auto", 2))
+    with pytest.raises(ValueError, match="min/max"):
+        TargetOption(str, "x", min=1)
+    with pytest.raises(TargetError, match="default"):
+        TargetOption(int, 0, min=1)
+    assert TargetOption(int, 1, min=1, max=4).describe() == "int 1..4"
+    assert TargetOption(str, "a", choices=("a", "b")).describe() == "a|b"

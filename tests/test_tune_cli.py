@@ -75,29 +75,47 @@ def test_tune_then_compile(tforge, tmp_path):
     assert "3 tasks tuned, 0 without records" in r.stdout
 
 
+#: `tforge tune` whose database holds the run (sleeps) right after its third record, so the
+#: test's Ctrl-C always lands mid-run: on a fast machine 14 trials of the tiny model could
+#: all finish between the test seeing 3 records and its signal arriving (exit 0, a flake).
+_HELD_TUNE = """
+import os, sys, time
+from tensorforge.autotune.database import Database
+_add = Database.add
+def add(self, rec, *args, **kwargs):
+    added = _add(self, rec, *args, **kwargs)
+    marker = os.environ["TUNE_HOLD_MARKER"]
+    if self.count() >= 3 and not os.path.exists(marker):
+        open(marker, "w").close()
+        time.sleep(120)  # until the test's Ctrl-C
+    return added
+Database.add = add
+from tensorforge.cli import main
+sys.exit(main())
+"""
+
+
 def test_tune_resumes_after_interruption(tforge, tmp_path):
     model = tiny_onnx(tmp_path / "tiny.onnx")
     db = tmp_path / "r.db"
+    held = tmp_path / "held"
     env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORFORGE_")}
-    cmd = [sys.executable, "-m", "tensorforge", "tune", str(model), "--target", TARGET,
-           "--trials", "14", "--db", str(db), "--tuner", "random", "--batch-size", "2",
-           "--progress", "plain", "--no-plot"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if db.exists() and _count(db) >= 3:
-            break
-        time.sleep(0.1)
+    env["TUNE_HOLD_MARKER"] = str(held)
+    args = ["tune", str(model), "--target", TARGET, "--trials", "14", "--db", str(db),
+            "--tuner", "random", "--batch-size", "2", "--progress", "plain", "--no-plot"]
+    proc = subprocess.Popen([sys.executable, "-c", _HELD_TUNE, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120
+    while not held.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert held.exists(), "the tuner never reached its third record"
     proc.send_signal(signal.SIGINT)  # Ctrl-C
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     done = _count(db)
-    assert 3 <= done < 14
+    assert done == 3
     # --trials counts new trials: the earlier records are used (not measured again)
-    r = tforge("tune", str(model), "--target", TARGET, "--trials", str(14 - done), "--db",
-               str(db), "--tuner", "random", "--batch-size", "2", "--progress", "plain",
-               "--no-plot")
+    r = tforge(*[str(14 - done) if a == "14" else a for a in args])
     assert r.returncode == 0, r.stderr
     assert f"{14 - done} new trials, {done} earlier records used" in r.stdout
     with sqlite3.connect(db) as c:

@@ -207,6 +207,7 @@ def test_exported_package_reports_the_node(llvm_target: Any, plugins: Any, tmp_p
     m = _one("Gather", {"i": np.array([0, 1], I64)}, {"table": x}, axis=0)
     m.graph.node[0].name = "lookup"
     m.graph.node[0].input[:] = ["table", "i"]
+    m.graph.output[0].type.tensor_type.elem_type = 1  # FLOAT, the table's type (was int64)
     path = tensorforge.compile(m, target="llvm -num-threads=1").export(tmp_path / "g.tfpkg")
     loaded = tensorforge.load(path)
     np.testing.assert_array_equal(loaded.run({"i": np.array([5, -6], I64)})[0], x[[5, 0]])

@@ -78,6 +78,20 @@ def test_max_min_clip_hard_activations_with_nan(run: Any) -> None:
     assert np.isnan(run("HardSwish", {"x": x}, opset=17)[0])
 
 
+
+@pytest.mark.parametrize("lo, hi", [(NAN, 1.0), (-1.0, NAN), (NAN, NAN)])
+@pytest.mark.parametrize("as_input", [False, True])
+def test_clip_with_a_nan_bound_clips_nothing_on_that_side(run: Any, lo: float, hi: float,
+                                                          as_input: bool) -> None:
+    """As in ONNX Runtime (std::max(x, NaN) is x); we returned NaN everywhere (fuzz seed
+    829: BatchNorm -> ... -> Clip with a NaN max)."""
+    x = np.array([-INF, -5, 0.5, 5, INF, NAN], "float32")
+    bounds = {"lo": np.array(lo, "float32"), "hi": np.array(hi, "float32")}
+    feeds, consts = ({"x": x, **bounds}, {}) if as_input else ({"x": x}, bounds)
+    got = run("Clip", feeds, consts)
+    want = ort_run(one_op_model("Clip", feeds, consts, {}), feeds)[0]
+    np.testing.assert_array_equal(got, want)
+
 def test_negative_zero_through_unary_ops(run: Any) -> None:
     z = np.array([-0.0] * 8, "float32")
     for op in ("Neg", "Tanh", "Erf", "Elu", "LeakyRelu", "Relu", "Sqrt", "Floor", "Ceil"):

@@ -8,12 +8,12 @@ the reduction behind one output element (``atol=1e-5`` at least, so elementwise 
 get 1e-5); the float32 numpy reference is computed in float64. Integer results (int8 -> int32
 matmul, uint8, bool masks) must be exact. float16 elementwise results use ``rtol=1e-3``,
 ``atol=2e-3`` (one half-precision ulp near 2: LLVM may contract a*b+a into one fma).
-On a mismatch the assertion message carries the lowered loop IR.
+On a mismatch the assertion message carries the lowered loop IR. The shapes and tolerances
+are shared with `tensorforge.testing.op_cases`, the suite every target runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,16 +22,13 @@ import pytest
 import tensorforge
 from tensorforge import ops, te
 from tensorforge.ops import reference as ref
+from tensorforge.testing import op_cases
 
 RNG = np.random.default_rng(0)
 
 
 def rand(shape: tuple[int, ...], dtype: str = "float32") -> np.ndarray:
-    if dtype.startswith("int") or dtype.startswith("uint"):
-        info = np.iinfo(dtype)
-        lo, hi = max(info.min, -100), min(info.max, 100)
-        return RNG.integers(lo, hi + 1, size=shape).astype(dtype)
-    return RNG.uniform(-1.0, 1.0, size=shape).astype(dtype)
+    return op_cases.rand(RNG, shape, dtype)
 
 
 def run_and_check(
@@ -265,17 +262,7 @@ CONV_SCHEDULES = {
     "nondivisible": _cv_nondivisible,
 }
 
-# (N, C, H, W, O, K, stride, padding, dilation, groups)
-CONV_CASES = {
-    "basic": (1, 4, 10, 10, 8, 3, 1, 1, 1, 1),
-    "odd_ch_stride2": (2, 3, 11, 14, 5, 3, 2, 1, 1, 1),
-    "pad_hw_1_2": (1, 3, 9, 10, 4, 3, 1, (1, 2), 1, 1),
-    "pad_asym": (1, 3, 9, 10, 4, 3, 1, (0, 1, 2, 1), 1, 1),
-    "dilation2": (1, 4, 12, 12, 6, 3, 1, 2, 2, 1),
-    "groups2": (1, 6, 8, 9, 4, 3, 1, 1, 1, 2),
-    "groups4_stride2": (1, 8, 10, 10, 8, 3, 2, 1, 1, 4),
-    "nopad_1x1": (1, 5, 7, 7, 6, 1, 1, 0, 1, 1),
-}
+CONV_CASES = op_cases.CONV_CASES  # (N, C, H, W, O, K, stride, padding, dilation, groups)
 
 
 def _pad_stage(C: Any) -> Any:
@@ -370,12 +357,7 @@ def test_depthwise_conv2d(llvm_target: Any, sched: str, cfg: tuple[Any, ...]) ->
 
 
 # --------------------------------------------------------------------------------- pooling
-POOL_CASES = {
-    "k2s2": ((2, 2), 2, 0, False),
-    "k3s1p1": ((3, 3), 1, 1, False),
-    "k3s2p1_ceil": ((3, 3), 2, 1, True),
-    "k3s2_asym": ((3, 2), (2, 1), (1, 0, 0, 1), False),
-}
+POOL_CASES = op_cases.POOL_CASES
 
 
 def _pool_sched(s: Any, out: Any, sched: str) -> None:
@@ -508,7 +490,7 @@ def test_reduce_rsplit_unroll(llvm_target: Any) -> None:
 
 
 # --------------------------------------------------------------------- elementwise, broadcast
-BCAST_SHAPES = [((4, 1, 6), (5, 1)), ((7,), (3, 7)), ((2, 3, 1), (1, 1, 9)), ((13,), (13,))]
+BCAST_SHAPES = op_cases.BCAST_SHAPES
 
 
 @pytest.mark.parametrize("shapes", BCAST_SHAPES, ids=lambda s: f"{s[0]}-{s[1]}")
@@ -516,12 +498,7 @@ BCAST_SHAPES = [((4, 1, 6), (5, 1)), ((7,), (3, 7)), ((2, 3, 1), (1, 1, 9)), ((1
 @pytest.mark.parametrize("op", ["add", "mul", "max", "sub_div"])
 def test_broadcast(llvm_target: Any, op: str, sched: str, shapes: Any) -> None:
     sa, sb = shapes
-    fns: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
-        "add": (lambda a, b: a + b, np.add),
-        "mul": (lambda a, b: a * b, np.multiply),
-        "max": (lambda a, b: te.max_expr(a, b), np.maximum),
-        "sub_div": (lambda a, b: (a - b) / (b * b + 1.0), lambda a, b: (a - b) / (b * b + 1)),
-    }
+    fns = op_cases.BCAST_FNS
     A = te.placeholder(sa, name="A")
     B = te.placeholder(sb, name="B")
     out = ops.broadcast_binary(A, B, fns[op][0])
@@ -541,13 +518,7 @@ def test_broadcast(llvm_target: Any, op: str, sched: str, shapes: Any) -> None:
 
 @pytest.mark.parametrize("fn", ["exp", "tanh", "sqrt_abs", "sigmoid", "log1p_abs"])
 def test_elementwise_math_vectorized(llvm_target: Any, fn: str) -> None:
-    fns: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
-        "exp": (te.exp, np.exp),
-        "tanh": (te.tanh, np.tanh),
-        "sqrt_abs": (lambda x: te.sqrt(te.abs(x)), lambda x: np.sqrt(np.abs(x))),
-        "sigmoid": (te.sigmoid, lambda x: 1 / (1 + np.exp(-x))),
-        "log1p_abs": (lambda x: te.log(te.abs(x) + 1.0), lambda x: np.log(np.abs(x) + 1)),
-    }
+    fns = op_cases.math_fns()
     X = te.placeholder((3, 37), name="X")
     out = ops.elementwise(X, fns[fn][0])
     s = te.create_schedule(out.op)

@@ -378,6 +378,7 @@ def _unsupported(model: str, model_format: str | None = None) -> list[str] | Non
 def inspect_report(model: str, target: Any = None, input_shapes: Any = None,
                    opt_level: int = 3, model_format: str | None = None) -> dict[str, Any]:
     from tensorforge.compiler import load_graph, plan
+    from tensorforge.compiler.compile import placement_report
     from tensorforge.graph import get_op
 
     unsupported = _unsupported(model, model_format)
@@ -399,11 +400,27 @@ def inspect_report(model: str, target: Any = None, input_shapes: Any = None,
         "params_bytes": int(sum(v.nbytes for v in p.graph.constants())),
         "unsupported_ops": unsupported or [], "ops_without_compute": no_compute,
         "groups": [{"name": g.name, "ops": [n.op for n in g.nodes], "master": g.master.op,
-                    "pattern": g.pattern.name, "output": spec(g.outputs[0])} for g in p.groups],
+                    "pattern": g.pattern.name, "output": spec(g.outputs[0]),
+                    **({"device": p.device_of(g)} if p.placement is not None else {})}
+                   for g in p.groups],
         "memory": {"storages": len(p.memory.storage_bytes),
                    "peak_bytes": p.memory.planned_bytes,
                    "no_reuse_bytes": p.memory.unplanned_bytes()},
+        **({"placement": placement_report(p)} if p.placement is not None else {}),
     }
+
+
+def _print_placement(pl: dict[str, Any]) -> None:
+    kernels = ", ".join(f"{dev} {n}" for dev, n in pl["kernels"].items())
+    print(f"\nplacement: target {pl['target']}, host {pl['host']} (kernels: {kernels})")
+    for f in pl["fallbacks"]:
+        print(f"  on the host: {f['node']} ({f['op']}): {f['why']}")
+    runs = [c for c in pl["copies"] if c["when"].startswith("every run")]
+    print(f"copies between devices: {len(runs)} every run "
+          f"({sum(c['bytes'] for c in runs)} bytes), "
+          f"{len(pl['copies']) - len(runs)} once at load")
+    for c in pl["copies"]:
+        print(f"  {c['value']}: {c['from']} -> {c['to']}, {c['bytes']} bytes, {c['when']}")
 
 
 def run_inspect(args: argparse.Namespace) -> int:
@@ -440,8 +457,11 @@ def run_inspect(args: argparse.Namespace) -> int:
     print(f"\nfused groups ({len(r['groups'])} kernels):")
     for g in r["groups"]:
         out = g["output"]
+        where = f" [{g['device']}]" if "device" in g else ""
         print(f"  {g['name']:<36} {'+'.join(g['ops']):<40} {g['pattern']:<20} "
-              f"-> {out['dtype']}{out['shape']}")
+              f"-> {out['dtype']}{out['shape']}{where}")
+    if "placement" in r:
+        _print_placement(r["placement"])
     m = r["memory"]
     saved = 1 - m["peak_bytes"] / m["no_reuse_bytes"] if m["no_reuse_bytes"] else 0.0
     print(f"\nmemory plan: {m['storages']} storages, {m['peak_bytes']} bytes for intermediate "

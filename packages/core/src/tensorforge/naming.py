@@ -6,12 +6,26 @@ import re
 
 
 def unique_name(base: str, used: set[str]) -> str:
-    """`base`, or `base_1`, `base_2`, ... : the first not in `used` (which is updated)."""
+    """`base`, or `base_1`, `base_2`, ... : the first not in `used` (which is updated).
+
+    The suffixes taken are usually a prefix 1..m, so the search gallops (1, 2, 4, ...) to a
+    free one and bisects back to m + 1: O(log m) lookups, not m (an unrolled recurrence
+    names thousands of nodes after one base; the linear scan made import quadratic)."""
     base = base or "v"
-    name, k = base, 1
-    while name in used:
-        name = f"{base}_{k}"
-        k += 1
+    if base not in used:
+        used.add(base)
+        return base
+    hi = 1
+    while f"{base}_{hi}" in used:
+        hi *= 2
+    lo = hi // 2  # taken (or 0: base itself)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if f"{base}_{mid}" in used:
+            lo = mid
+        else:
+            hi = mid
+    name = f"{base}_{hi}"
     used.add(name)
     return name
 

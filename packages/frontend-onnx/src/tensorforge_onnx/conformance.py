@@ -208,8 +208,10 @@ def _mismatch(output: int, bad: np.ndarray, ours: np.ndarray, ref: np.ndarray
 # running ----------------------------------------------------------------------------------
 @dataclass
 class Outcome:
-    """One (case, dtype): "pass", "fail" (a mismatch or our error), or "ref" (ONNX Runtime has
-    no kernel for the dtype: the compiled model matched our numpy reference instead)."""
+    """One (case, dtype): "pass", "fail" (a mismatch or our error), "ref" (ONNX Runtime has
+    no kernel for the dtype: the compiled model matched our numpy reference instead), or
+    "invalid" (the op's ONNX schema does not allow the dtype: ONNX Runtime and our model
+    validation both refuse the model)."""
 
     status: str
     detail: str = ""
@@ -251,7 +253,13 @@ def run_case(m: onnx.ModelProto, feeds: dict[str, np.ndarray], tol: str,
             with np.errstate(all="ignore"):
                 want = run_reference(g, {v.name: feeds[v.name] for v in g.inputs})
     except Exception as e:  # noqa: BLE001  (any error of ours is a failure to report)
-        return Outcome("fail", f"{type(e).__name__}: {' '.join(str(e).split())[:300]}")
+        from .errors import InvalidModelError
+
+        detail = f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
+        if want is None and isinstance(e, InvalidModelError):
+            # a dtype the op's ONNX schema does not allow: both refuse the model
+            return Outcome("invalid", f"{detail}; {note}")
+        return Outcome("fail", detail)
     keep = mask(feeds) if mask is not None else None
     inputs = list(feeds.values())
     bad = [mm for i, (a, b) in enumerate(zip(got, want))

@@ -15,7 +15,10 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from tensorforge.errors import TensorforgeError
 from tensorforge.graph import Graph, Value, get_op
+from tensorforge.graph.ir import checked_types, infer_node
+from tensorforge.graph.limits import check_tensor_bytes
 
 from .errors import DynamicShapeError, UnsupportedAttributeError
 
@@ -101,6 +104,14 @@ class Context:
         base = (n.name or n.output[0]) if n is not None else "const"
         return f"{base}:{suffix}" if suffix else base
 
+    def check_size(self, shape: Any, dtype: Any, what: str) -> tuple[int, ...]:
+        """`shape` as ints, after checking that a `dtype` tensor of it may be allocated
+        (`tensorforge.graph.limits`): call before making a constant with numpy."""
+        shape = tuple(int(d) for d in shape)
+        check_tensor_bytes(shape, np.dtype(dtype).itemsize,
+                           f"{what} of {node_label(self.node) if self.node else 'a constant'}")
+        return shape
+
     def constant(self, array: Any, name: str = "", dtype: str | None = None) -> Value:
         v = self.g.add_const(self._name(name or "const"), np.asarray(array, dtype=dtype))
         self.fresh.add(id(v))
@@ -111,8 +122,13 @@ class Context:
         attrs = dict(attrs or {})
         if inputs and all(v.is_const for v in inputs):
             d = get_op(op)
-            types = d.infer([(v.shape, v.dtype) for v in inputs], attrs)
-            res = d.reference([v.const for v in inputs], attrs)
+            what = f"{op} (folded at import) of {self._name('')!r}"
+            types = checked_types(infer_node(d, inputs, attrs, what), what)
+            try:
+                res = d.reference([v.const for v in inputs], attrs)
+            except Exception as e:  # noqa: BLE001 - numpy on constants the inference allowed
+                raise TensorforgeError(f"{what} could not be evaluated on its constant "
+                                       f"inputs ({type(e).__name__}: {e})") from e
             return [self.constant(np.asarray(r).astype(dt).reshape(shape), op)
                     for r, (shape, dt) in zip(res, types)]
         outs = self.g.add_node(op, inputs, attrs, name=self._name(op))

@@ -10,8 +10,9 @@ import onnx
 from tensorforge.graph import Value
 from tensorforge.graph.narrow_types import is_narrow
 
-from .context import Context, f32, np_dtype
+from .context import Context, f32, node_label, np_dtype
 from .dispatch import converter
+from .errors import InvalidModelError
 
 Node = onnx.NodeProto
 
@@ -122,15 +123,34 @@ def clip(ctx: Context, node: Node) -> list[Value]:
     x = ctx.get(node, 0)
     if ctx.op_version < 11:
         at = ctx.attrs(node)
-        lo, hi = at.get("min", _bound(x.dtype, True)), at.get("max", _bound(x.dtype, False))
+        lo = _unless_nan(at.get("min", _bound(x.dtype, True)), -np.inf)
+        hi = _unless_nan(at.get("max", _bound(x.dtype, False)), np.inf)
         return [ctx.emit("clip", x, min=lo, max=hi)]
     mn, mx = ctx.get(node, 1), ctx.get(node, 2)
+    for bound in (mn, mx):
+        if bound is not None and bound.size != 1:
+            raise InvalidModelError(f"{node_label(node)} in {ctx.model_label}: min and max "
+                                    f"must be scalars, got shape {list(bound.shape)}")
+    # a NaN bound clips nothing on its side, as in ONNX Runtime (std::max(x, NaN) is x);
+    # a NaN x stays NaN
     if (mn is None or mn.is_const) and (mx is None or mx.is_const):
-        lo = _bound(x.dtype, True) if mn is None else mn.const.item()
-        hi = _bound(x.dtype, False) if mx is None else mx.const.item()
+        lo = _bound(x.dtype, True) if mn is None else _unless_nan(mn.const.item(), -np.inf)
+        hi = _bound(x.dtype, False) if mx is None else _unless_nan(mx.const.item(), np.inf)
         return [ctx.emit("clip", x, min=lo, max=hi)]
-    out = x if mn is None else ctx.emit("maximum", x, mn)
-    return [out if mx is None else ctx.emit("minimum", out, mx)]
+    out = x if mn is None else _bound_unless_nan(ctx, "maximum", x, mn)
+    return [out if mx is None else _bound_unless_nan(ctx, "minimum", out, mx)]
+
+
+def _unless_nan(value: Any, instead: float) -> Any:
+    return instead if isinstance(value, float) and value != value else value
+
+
+def _bound_unless_nan(ctx: Context, op: str, x: Value, bound: Value) -> Value:
+    """`op(x, bound)`, or x where a run-time float bound is NaN."""
+    out = ctx.emit(op, x, bound)
+    if np.dtype(bound.dtype).kind != "f":
+        return out
+    return ctx.emit("where", ctx.emit("isnan", bound), x, out)
 
 
 @converter("Where", versions=(9, 16))

@@ -13,8 +13,9 @@ import onnx
 
 from tensorforge.graph import Value
 
-from .context import Context, np_dtype
+from .context import Context, node_label, np_dtype
 from .dispatch import converter
+from .errors import InvalidModelError
 
 Node = onnx.NodeProto
 
@@ -92,7 +93,11 @@ def one_hot(ctx: Context, node: Node) -> list[Value]:
 def range_(ctx: Context, node: Node) -> list[Value]:
     start, limit, delta = (ctx.const(node, i, n).reshape(()) for i, n in
                            enumerate(("start", "limit", "delta")))
-    n = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
+    if not np.all(np.isfinite([start, limit, delta]).astype(bool)) or delta == 0:
+        raise InvalidModelError(f"{node_label(node)} in {ctx.model_label}: start, limit and "
+                                "delta must be finite and delta not 0")
+    n = ctx.check_size([max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)],
+                       start.dtype, "the range")[0]
     s, d = ctx.reshape(ctx.get(node, 0), ()), ctx.reshape(ctx.get(node, 2), ())
     return [ctx.emit("arange", s, d, n=n)]
 

@@ -13,8 +13,9 @@ from tensorforge.graph import Value
 from tensorforge.graph.narrow_types import is_narrow
 from tensorforge.graph.ops.resize import resize_taps
 
-from .context import Context
+from .context import Context, node_label
 from .dispatch import converter
+from .errors import InvalidModelError
 
 Node = onnx.NodeProto
 
@@ -46,8 +47,8 @@ def constant(ctx: Context, node: Node) -> list[Value]:
 
 @converter("ConstantOfShape", versions=(9, 25))
 def constant_of_shape(ctx: Context, node: Node) -> list[Value]:
-    shape = _ints(ctx.const(node, 0, "shape"))
     val = ctx.attrs(node).get("value", np.zeros(1, dtype="float32"))
+    shape = ctx.check_size(_ints(ctx.const(node, 0, "shape")), np.asarray(val).dtype, "the value")
     return [ctx.constant(np.full(shape, np.asarray(val).reshape(-1)[0],
                                  dtype=np.asarray(val).dtype), "value")]
 
@@ -251,6 +252,9 @@ def _resize_common(ctx: Context, node: Node, x: Value, scales: list[float] | Non
                 full_sizes[a] = sizes[i]
                 full_scales[a] = sizes[i] / x.shape[a]
     elif scales is not None:
+        if not all(np.isfinite(sc) and sc > 0 for sc in scales):
+            raise InvalidModelError(f"{node_label(node)} in {ctx.model_label}: scales "
+                                    f"{list(scales)} must be positive and finite")
         for i, a in enumerate(axes):
             full_scales[a] = float(np.float32(scales[i]))
             full_sizes[a] = int(np.floor(x.shape[a] * full_scales[a]))

@@ -28,3 +28,9 @@ class DynamicShapeError(OnnxImportError, ValueError):
     def __init__(self, message: str, value_name: str | None = None):
         super().__init__(message)
         self.value_name = value_name
+
+
+class InvalidModelError(OnnxImportError, ValueError):
+    """The model is not valid ONNX: a cycle, a value nobody produces or two producers of one
+    value, a node that does not match its op's schema, types that do not check, initializer
+    data that does not fit its dims, an opset or IR version newer than supported."""

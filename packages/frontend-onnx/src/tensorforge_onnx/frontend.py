@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from tensorforge.errors import TensorforgeError
 from tensorforge.graph import Graph, Value
@@ -21,10 +20,12 @@ from .context import Context, node_label, np_dtype
 from .dispatch import op_version, table
 from .errors import (
     DynamicShapeError,
+    InvalidModelError,
     ModelFileError,
     OnnxImportError,
     UnsupportedOpError,
 )
+from .validate import check_text, check_versions, validate_model
 
 TESTED_OPSETS = (11, 21)
 
@@ -45,7 +46,10 @@ def load(model: str | os.PathLike | bytes | onnx.ModelProto,
 # reading -------------------------------------------------------------------------------------
 def read_model(model: Any) -> tuple[onnx.ModelProto, str]:
     if isinstance(model, onnx.ModelProto):
-        return model, f"model {model.graph.name!r}" if model.graph.name else "the model"
+        try:
+            return model, f"model {model.graph.name!r}" if model.graph.name else "the model"
+        except UnicodeDecodeError:  # check_text says where
+            return model, "the model"
     if isinstance(model, (bytes, bytearray)):
         return _parse(bytes(model), "the given bytes", None), "the model"
     path = Path(model)
@@ -89,7 +93,7 @@ def _parse(data: bytes, what: str, path: Path | None) -> onnx.ModelProto:
             t.data_location == onnx.TensorProto.EXTERNAL for t in m.graph.initializer):
         try:
             onnx.external_data_helper.load_external_data_for_model(m, str(path.parent))
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, onnx.checker.ValidationError) as e:
             raise ModelFileError(
                 f"{what} keeps its weights in external data files that could not be read "
                 f"({e}); keep the .data files next to the model.") from None
@@ -149,16 +153,19 @@ def _all_nodes(g: onnx.GraphProto) -> list[onnx.NodeProto]:
 def convert(m: onnx.ModelProto, label: str, input_shapes: dict[str, tuple[int, ...]],
             constant_inputs: dict[str, Any] | None = None,
             specialize: dict[str, Any] | None = None) -> Graph:
-    check_supported(m, label)
+    check_text(m, label)
     opset = default_opset(m)
+    check_versions(m, label, opset)
+    check_supported(m, label)
+    nodes, arrays = validate_model(m, label)
     og = m.graph
     g = Graph(og.name or "main")
     ctx = Context(g, opset, label)
     inits = {t.name for t in og.initializer}
     onnx_names = {o for n in og.node for o in n.output if o}
     g._names.update(onnx_names)  # reserved: graph values take their ONNX names
-    for t in og.initializer:
-        ctx.values[t.name] = g.add_const(t.name, numpy_helper.to_array(t))
+    for name, array in arrays.items():
+        ctx.values[name] = g.add_const(name, array)
     real_inputs = [i for i in og.input if i.name not in inits]
     constant_inputs = constant_inputs or {}
     specialize = specialize or {}
@@ -181,7 +188,7 @@ def convert(m: onnx.ModelProto, label: str, input_shapes: dict[str, tuple[int, .
         shape, dtype = _input_type(i, input_shapes.get(i.name), label, real_inputs)
         ctx.values[i.name] = g.add_input(i.name, shape, dtype)
     tab = table()
-    for n in og.node:
+    for n in nodes:
         ctx.node, ctx.fresh = n, set()
         ctx.op_version = op_version(n.op_type, opset) or opset
         try:
@@ -240,12 +247,19 @@ def _input_type(vi: onnx.ValueInfoProto, override: tuple[int, ...] | None, label
             raise DynamicShapeError(
                 f"input_shapes[{vi.name!r}] = {tuple(override)} has {len(override)} dims but "
                 f"input {vi.name!r} of {label} has rank {len(dims)}.")
+        if any(int(d) < 0 for d in override):
+            raise DynamicShapeError(f"input_shapes[{vi.name!r}] = {tuple(override)}: dims "
+                                    "must not be negative.")
         return tuple(int(d) for d in override), dtype
     shape = []
     for k, d in enumerate(dims):
         if d.HasField("dim_value") and d.dim_value > 0:
             shape.append(int(d.dim_value))
             continue
+        if d.HasField("dim_value") and d.dim_value < 0:
+            raise InvalidModelError(
+                f"input {vi.name!r} of {label} has dim {k} = {d.dim_value}; dims must not be "
+                f"negative. Fix the model's input, or pass input_shapes={{{vi.name!r}: (...)}}.")
         sym = d.dim_param or "?"
         example = {i.name: tuple(
             x.dim_value if x.HasField("dim_value") and x.dim_value > 0 else 1

@@ -10,6 +10,7 @@ and features, and JIT-compiled with MCJIT. Calling convention: see
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +27,7 @@ from . import jit
 from .codegen_expr import I8, PTR, CodegenBug, ll_type
 from .codegen_stmt import FunctionState, StmtEmitter
 
-__all__ = ["LLVMModule", "build"]
+__all__ = ["HostFeatureWarning", "LLVMModule", "build"]
 
 
 class ModuleContext:
@@ -72,8 +73,9 @@ class LLVMModule(Module):
     type_key = "llvm"
 
     def __init__(self, infos: list[FuncInfo], ir_text: str, opts: jit.CPUOptions,
-                 engine: Any | None):
+                 engine: Any | None, missing: Sequence[str] = ()):
         self._engine = engine
+        self.missing_features = tuple(missing)  # what this host lacks to run the kernels
         self.infos = infos
         self.ir_text = ir_text
         self.options = opts
@@ -84,7 +86,7 @@ class LLVMModule(Module):
                 functions[info.name] = CFunction(info.name, addr, info.params, info.asserts,
                                                  owner=self)
             else:
-                functions[info.name] = _not_runnable(info.name, opts)
+                functions[info.name] = _not_runnable(info.name, opts, missing)
         super().__init__(functions, infos[0].name if infos else None)
 
     def optimized_module(self, pic: bool = False, extra_ir: str = ""
@@ -120,12 +122,37 @@ class LLVMModule(Module):
         export_library(self, os.fspath(path))
 
 
-def _not_runnable(name: str, opts: jit.CPUOptions) -> Any:
+def _not_runnable(name: str, opts: jit.CPUOptions, missing: Sequence[str] = ()) -> Any:
     def call(*args: Any) -> None:
+        if missing:
+            raise TensorforgeError(
+                f"kernel {name!r} was built for -mcpu={opts.mcpu} -mattr={opts.mattr or '(none)'}"
+                f", which uses CPU features this machine lacks ({', '.join(missing)}); running "
+                "it here would die with an illegal instruction. Export it and run it on a CPU "
+                "that has them, or compile for this machine (leave -mcpu/-mattr unset).")
         raise TensorforgeError(f"kernel {name!r} was built for {opts.mtriple}, not this machine; "
                                "export it with export_library and run it there")
 
     return call
+
+
+class HostFeatureWarning(UserWarning):
+    """The code is built for CPU features this machine lacks: it compiles (cross-compiling is
+    legitimate) but will not run here."""
+
+
+def _missing_on_host(opts: jit.CPUOptions) -> list[str]:
+    from .host import missing_host_features
+
+    missing = missing_host_features(opts.mtriple, opts.mcpu, opts.mattr)
+    if missing:
+        warnings.warn(
+            f"target -mcpu={opts.mcpu} -mattr={opts.mattr or '(none)'} uses CPU features this "
+            f"machine lacks: {', '.join(missing)}. The result compiles but will not run on this "
+            "host (its kernels refuse to run here); run it on a CPU with those features, or "
+            "compile for this machine (leave -mcpu/-mattr unset).", HostFeatureWarning,
+            stacklevel=3)
+    return missing
 
 
 def build(funcs: Sequence[PrimFunc] | PrimFunc, target: Any) -> LLVMModule:
@@ -143,7 +170,8 @@ def build(funcs: Sequence[PrimFunc] | PrimFunc, target: Any) -> LLVMModule:
     ir_text = str(ctx.module)
     _check_half_support(ir_text, opts)
     engine = None
-    if opts.is_host:
+    missing = _missing_on_host(opts) if opts.is_host else []
+    if opts.is_host and not missing:
         tm = jit.target_machine(opts, jit=True)
         mod = _parse_checked(ir_text, tm, funcs)
         jit.optimize(mod, tm, opts.opt_level)
@@ -151,7 +179,7 @@ def build(funcs: Sequence[PrimFunc] | PrimFunc, target: Any) -> LLVMModule:
         engine.finalize_object()
     else:
         _parse_checked(ir_text, jit.target_machine(opts, jit=False), funcs)
-    return LLVMModule(infos, ir_text, opts, engine)
+    return LLVMModule(infos, ir_text, opts, engine, missing)
 
 
 def _check_half_support(ir_text: str, opts: jit.CPUOptions) -> None:

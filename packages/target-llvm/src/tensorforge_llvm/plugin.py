@@ -5,20 +5,30 @@ from __future__ import annotations
 from tensorforge.plugins import Pass, Strategy, TargetTag, hookimpl
 from tensorforge.target import TargetKind, TargetOption
 
+#: -num-threads above this is refused: libgomp would start that many threads per region.
+MAX_THREADS = 1024
+WINOGRAD_CHOICES = ("auto", "off", "2", "4")
+
 LLVM = TargetKind(
     name="llvm",
     device_type="cpu",
     options={
-        "mcpu": TargetOption(str, "generic", "LLVM CPU name, e.g. znver3, skylake-avx512"),
-        "mattr": TargetOption(str, "", "LLVM features, comma list like +avx2,+fma,-avx512f"),
-        "mtriple": TargetOption(str, "", "target triple; giving one turns off host detection"),
-        "num-threads": TargetOption(int, 0, "worker threads; 0 = the machine's physical cores"),
-        "opt-level": TargetOption(int, 3, "LLVM optimization level 0-3"),
+        "mcpu": TargetOption(str, "generic", "LLVM CPU name, e.g. znver3, skylake-avx512 "
+                             "(checked against LLVM's list for the triple)"),
+        "mattr": TargetOption(str, "", "LLVM features, comma list like +avx2,+fma,-avx512f "
+                              "(checked against LLVM's list for the triple)"),
+        "mtriple": TargetOption(str, "", "target triple (x86_64-... or aarch64-...); giving "
+                                "one turns off host detection"),
+        "num-threads": TargetOption(int, 0, "worker threads; 0 = the machine's physical cores",
+                                    min=0, max=MAX_THREADS),
+        "opt-level": TargetOption(int, 3, "LLVM optimization level 0-3", min=0, max=3),
         "winograd": TargetOption(str, "auto", "3x3 stride-1 convs: auto (measured rule), off, "
-                                 "2 or 4 (Winograd F(m x m, 3x3) tile)"),
+                                 "2 or 4 (Winograd F(m x m, 3x3) tile)",
+                                 choices=WINOGRAD_CHOICES),
     },
     build="tensorforge_llvm.codegen:build",
     detect_host="tensorforge_llvm.host:detect_host",
+    validate="tensorforge_llvm.options:validate",
     keys=("cpu",),
     description="CPUs through LLVM (x86-64, AArch64); unset options describe this machine",
 )

@@ -70,6 +70,13 @@ def choose_tile(policy: str, c: int, o: int, oh: int, ow: int, n: int = 1,
 def _policy(target: Any) -> str:
     env = os.environ.get("TENSORFORGE_WINOGRAD")
     if env:
+        from tensorforge.errors import TargetError
+
+        from .plugin import WINOGRAD_CHOICES
+
+        if env.lower() not in (*WINOGRAD_CHOICES, "0", "direct", "none"):
+            raise TargetError(f"TENSORFORGE_WINOGRAD={env!r} is not a Winograd policy; use "
+                              f"one of {', '.join(WINOGRAD_CHOICES)} (or unset it).")
         return env
     opts = getattr(target, "options", {}) or {}
     return str(opts.get("winograd", "auto") or "auto")

@@ -12,6 +12,8 @@ buffer or knob names), so records of other tasks can train a model for a new one
 * per buffer, the 4 most accessed (4 x 9): accesses, bytes touched by the whole nest, reuse
   (accesses / elements touched), stride of the innermost loop, contiguous vector access,
   bytes touched inside the innermost 2 and 4 loops, store, local scope;
+* GPU (4): threads per block (the product of the threadIdx-bound loops), blocks, virtual
+  threads, shared-memory bytes per block (zero on CPUs);
 * knob values (16): log2 of split sizes, annotation codes, option and order positions.
 
 All counts are ``log2(1 + x)``.
@@ -32,8 +34,8 @@ from ..tir import stmt as s
 
 __all__ = ["FEATURE_LENGTH", "feature_names", "features_of", "loop_features", "knob_features"]
 
-N_GLOBAL, N_LOOPS, N_LOOP_F, N_BUFS, N_BUF_F, N_KNOBS = 12, 6, 4, 4, 9, 16
-FEATURE_LENGTH = N_GLOBAL + N_LOOPS * N_LOOP_F + N_BUFS * N_BUF_F + N_KNOBS
+N_GLOBAL, N_LOOPS, N_LOOP_F, N_BUFS, N_BUF_F, N_GPU, N_KNOBS = 12, 6, 4, 4, 9, 4, 16
+FEATURE_LENGTH = N_GLOBAL + N_LOOPS * N_LOOP_F + N_BUFS * N_BUF_F + N_GPU + N_KNOBS
 _ANN_CODE = {"none": 0.0, "unroll": 1.0, "vec": 2.0, "parallel": 3.0}
 _FLOAT_OPS = (n.Add, n.Sub, n.Mul, n.Div, n.Min, n.Max, n.Call, n.Select)
 
@@ -45,7 +47,8 @@ def feature_names() -> list[str]:
     bufs = [f"buf{i}_{f}" for i in range(N_BUFS)
             for f in ("accesses", "bytes", "reuse", "stride", "contig_vec", "bytes_in2",
                       "bytes_in4", "store", "local")]
-    return g + loops + bufs + [f"knob{i}" for i in range(N_KNOBS)]
+    gpu = ["gpu_threads", "gpu_blocks", "gpu_vthreads", "gpu_shared_bytes"]
+    return g + loops + bufs + gpu + [f"knob{i}" for i in range(N_KNOBS)]
 
 
 def _log(x: float) -> float:
@@ -78,10 +81,18 @@ class _Walk:
     depth: int = 0
     local_bytes: float = 0.0
     global_bytes: float = 0.0
+    shared_bytes: float = 0.0
+    thread_extent: dict[str, int] = field(default_factory=dict)  # tag -> largest extent
+    vthreads: dict[int, int] = field(default_factory=dict)  # loop -> extent
 
     def visit(self, st: Any) -> None:
         if isinstance(st, s.For):
             ext = getattr(st.extent, "value", 1)
+            tag = st.thread_tag
+            if tag.startswith(("threadIdx", "blockIdx")):
+                self.thread_extent[tag] = max(self.thread_extent.get(tag, 1), int(ext))
+            elif tag.startswith(("vthread", "cthread")):
+                self.vthreads[id(st.loop_var)] = int(ext)
             self.loops.append(_Loop(st.loop_var, int(ext), st.kind))
             self.n_loops += 1
             self.depth = max(self.depth, len(self.loops))
@@ -97,6 +108,8 @@ class _Walk:
             size = math.prod(shape) * dt.nbytes(st.buffer.dtype) * self.trip()
             if st.buffer.scope == "global":
                 self.global_bytes += size
+            elif st.buffer.scope == "shared":  # once per block, whatever loops surround it
+                self.shared_bytes += math.prod(shape) * dt.nbytes(st.buffer.dtype)
             else:
                 self.local_bytes += size
             self.visit(st.body)
@@ -221,6 +234,10 @@ def loop_features(func: Any) -> np.ndarray:
                     _log(f[6]), f[7], f[8]]
         else:
             out += [0.0] * N_BUF_F
+    te = w.thread_extent
+    out += [_log(math.prod(e for t, e in te.items() if t.startswith("threadIdx"))),
+            _log(math.prod(e for t, e in te.items() if t.startswith("blockIdx"))),
+            _log(math.prod(w.vthreads.values())), _log(w.shared_bytes)]
     return np.asarray(out, dtype=np.float32)
 
 

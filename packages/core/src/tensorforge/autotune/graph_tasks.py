@@ -173,12 +173,15 @@ def tasks_of_groups(groups: Sequence[FusedGroup], target: Any,
 
 def extract_tasks(model: Any, target: Any, input_shapes: dict[str, Any] | None = None,
                   opt_level: int = 3) -> list[GroupTask]:
-    """The tuning tasks of a model (path, ONNX ModelProto or Graph) on ``target``."""
+    """The tuning tasks of a model (path, ONNX ModelProto or Graph) on ``target`` (only the
+    groups placed on it)."""
     from ..compiler.compile import plan
     from ..target import Target
 
     tgt = Target.coerce(target)
-    return tasks_of_groups(plan(model, tgt, input_shapes, opt_level).groups, tgt)
+    p = plan(model, tgt, input_shapes, opt_level)
+    # groups placed on the host (ops the device cannot run) are not the target's to tune
+    return tasks_of_groups([g for g in p.groups if p.device_of(g) in ("", tgt.kind.name)], tgt)
 
 
 # ---- compile time ------------------------------------------------------------------------------

@@ -8,6 +8,8 @@
   ``repeat`` measurements of ``number`` runs each, ``number`` raised until one measurement
   takes ``min_repeat_ms``; with ``flush_cache`` a buffer larger than the last-level cache is
   rewritten before each measurement. Runs are one at a time (timings do not share the CPU).
+  A device library (OpenCL ...) is timed by its module's ``time_evaluator``: device events
+  around the kernels, inputs copied to the device once.
 
 A candidate that fails is recorded with its error class and the search goes on:
 ``COMPILE_ERROR`` (the template refused the config, lowering or code generation failed),
@@ -147,8 +149,10 @@ def run_job(payload: dict[str, Any]) -> dict[str, Any]:
                 return {"wrong": f"max abs difference {np.nanmax(bad):.3g} (or NaN) vs the "
                                  f"reference (scale {scale:.3g})"}
     number, repeat = payload["number"], payload["repeat"]
-    if getattr(mod, "timing", "wall") == "simulated":  # e.g. VDLA: cycles at the design's clock
-        t = mod.time_evaluator(mod.entry_name, number, repeat)(*arrays)
+    timing = getattr(mod, "timing", "wall")
+    if timing != "wall":  # device events (OpenCL ...) or simulated cycles (VDLA)
+        extra = {"min_repeat_ms": payload["min_repeat_ms"]} if timing == "device" else {}
+        t = mod.time_evaluator(mod.entry_name, number, repeat, **extra)(*arrays)
         return {"costs": list(t.results), "outputs": outs if payload.get("return_outputs")
                 else None}
     min_s = payload["min_repeat_ms"] / 1000.0

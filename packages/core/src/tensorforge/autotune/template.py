@@ -19,7 +19,7 @@ __all__ = ["Template", "get_template", "list_templates", "template"]
 
 _TEMPLATES: dict[str, Template] = {}
 #: modules imported when a template name is unknown (the built-in templates)
-BUILTIN_MODULES = ("tensorforge.autotune.templates_cpu",)
+BUILTIN_MODULES = ("tensorforge.autotune.templates_cpu", "tensorforge.autotune.templates_gpu")
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,10 @@ def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = 
         f"), {plural(sum(len(t.config_space) for t in tasks), 'config')} in all, "
         f"extracted in {time.monotonic() - t0:.1f} s; records go to {database.path}")
     own = measurer is None
-    measurer = measurer or make_measurer(executor)
+    # a device compiles each kernel at its first launch (pocl: seconds for a big one)
+    from ..tir.transform.pipeline import is_gpu
+
+    measurer = measurer or make_measurer(executor, timeout=60.0 if is_gpu(tgt) else 10.0)
     display = make_display(progress) if progress != "none" else None
     sched = TaskScheduler(tasks, database, measurer, tuner, n_trials,
                           parse_duration(time_budget), batch_size, early_stopping, seed=seed,

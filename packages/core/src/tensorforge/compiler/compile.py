@@ -6,6 +6,7 @@ import os
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,9 @@ from ..graph.groups import FusedGroup, MemoryPlan
 from ..graph.ir import Graph, Value, freeze
 from ..graph.narrow_types import storage_dtype
 from ..graph.passes import fuse_ops, optimize, plan_memory
+from ..graph.passes.placement import Placement, placement_of
 from ..progress import NullProgress
+from ..runtime.module import ModuleSet
 from ..runtime.validate import GRAPH_FORMAT, GRAPH_VERSION  # noqa: F401 (re-exported)
 from ..target import Target
 from .kernels import group_args, lower_group
@@ -116,16 +119,39 @@ def _frontend_hint(name: str) -> str:
 
 @dataclass
 class Plan:
-    """What the graph level decided: the optimized graph, its groups and memory plan."""
+    """What the graph level decided: the optimized graph, its groups and memory plan, and
+    (for a device target) where each node runs."""
 
     graph: Graph
     groups: list[FusedGroup]
     memory: MemoryPlan
     times: dict[str, float] = field(default_factory=dict)
+    placement: Placement | None = None
+
+    def device_of(self, grp: FusedGroup) -> str:
+        """The kind name of the target a group runs on ("" without placement)."""
+        return self.placement.device_of(grp.master) if self.placement is not None else ""
+
+
+def resolve_host(target: Any, host: Any = None) -> Any:
+    """The host target of a device target: `host`, else the target's own `host` option (an
+    accelerator's), else `llvm` for a GPU when the llvm plugin is there; None for CPUs."""
+    if target is None or target.kind.device_type == "cpu":
+        return None
+    if host is None and "host" in target.kind.options:
+        host = target.options.get("host") or None
+    if host is None:
+        from ..plugins import get_registry
+        from ..tir.transform.pipeline import is_gpu
+
+        if is_gpu(target) and "llvm" in get_registry().targets:
+            host = "llvm"
+    return Target.coerce(host) if host else None
 
 
 def plan(model: Any, target: Any = None, input_shapes: dict[str, Any] | None = None,
-         opt_level: int = 3, progress: Any = None, model_format: str | None = None) -> Plan:
+         opt_level: int = 3, progress: Any = None, model_format: str | None = None,
+         host: Any = None) -> Plan:
     """Run the graph level only (no code generation): `tforge inspect` uses this.
     `progress` (see `tensorforge.progress`) hears of the import and graph-pass stages."""
     progress = progress or NullProgress()
@@ -134,16 +160,22 @@ def plan(model: Any, target: Any = None, input_shapes: dict[str, Any] | None = N
     g = load_graph(model, input_shapes, model_format)
     t1 = time.perf_counter()
     progress.stage("graph passes")
-    g = optimize(g, target, opt_level)
-    groups = fuse_ops(g, enabled=opt_level >= 1)
-    memory = plan_memory(g, groups)
+    tgt = Target.coerce(target) if target is not None else None
+    host_t = resolve_host(tgt, host)
+    g = optimize(g, tgt, opt_level, host_t)
+    placement = placement_of(g, tgt, host_t) if tgt is not None and \
+        tgt.kind.device_type != "cpu" else None
+    groups = fuse_ops(g, enabled=opt_level >= 1,
+                      device_of=placement.device_of if placement is not None else None)
+    memory = plan_memory(g, groups,
+                         device_of=placement.value_device if placement is not None else None)
     t2 = time.perf_counter()
-    return Plan(g, groups, memory, {"load_s": t1 - t0, "graph_s": t2 - t1})
+    return Plan(g, groups, memory, {"load_s": t1 - t0, "graph_s": t2 - t1}, placement)
 
 
 def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | None = None,
             opt_level: int = 3, tuning_db: Any = None, progress: Any = None,
-            model_format: str | None = None,
+            host: Any = None, model_format: str | None = None,
             shared_params: dict[Any, np.ndarray] | None = None) -> Any:
     """Compile `model` (a path: a file or a SavedModel directory; an ONNX ModelProto; a Keras
     model; a Graph) for `target`; returns a CompiledModel (`run`, `benchmark`, `export`).
@@ -151,8 +183,11 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     disables folding and fusion (one kernel per op). `tuning_db` (a path or an
     `autotune.Database`): each group whose task has records is scheduled with its best
     config; tasks without records are listed in a warning and in
-    `desc["tuning"]["missing"]`. `progress` (a `tensorforge.progress.StageProgress`) is told
-    each stage: import, graph passes, lowering N kernels, code generation.
+    `desc["tuning"]["missing"]`. For a device target (`opencl`, an accelerator), nodes it
+    cannot run go to `host` (default: the target's `host` option, else `llvm`): one module per
+    device, the placement, fallbacks and copies in `desc["placement"]`. `progress` (a
+    `tensorforge.progress.StageProgress`) is told each stage: import, graph passes, lowering
+    N kernels, code generation.
 
     A dimension of `input_shapes` given as a bounded name (``{"input_ids": (1, "seq<=512")}``)
     makes it dynamic: the result is a `DynamicModel` (`compiler.dynamic`) that runs any size
@@ -164,27 +199,40 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     template, dims = split_input_shapes(input_shapes)
     if dims:
         return DynamicModel(model, target, template, dims, opt_level=opt_level,
-                            tuning_db=tuning_db, progress=progress, model_format=model_format)
+                            tuning_db=tuning_db, progress=progress, host=host,
+                            model_format=model_format)
     from ..plugins import get_registry
     from ..runtime.graph_executor import CompiledModel
 
     tgt = Target.coerce(target)
-    build = tgt.kind.load_build()  # a target that cannot compile here fails before the work
+    tgt.kind.load_build()  # a target that cannot compile here fails before the work
     check_pass_switches()
     progress = progress or NullProgress()
-    p = plan(model, tgt, input_shapes, opt_level, progress, model_format)
+    p = plan(model, tgt, input_shapes, opt_level, progress, model_format, host)
     t0 = time.perf_counter()
-    strategies = get_registry().strategies(tgt)
-    tuning = None
-    if tuning_db is not None:  # the search engine sits above the compiler: import it late
-        from ..autotune.graph_tasks import TuningContext
+    contexts: dict[str, Any] = {}
 
-        tuning = TuningContext(tuning_db, tgt)
-    funcs, how = [], {}
+    def target_of(kind: str) -> Target:
+        return p.placement.target_for(kind) if p.placement is not None else tgt
+
+    def context(gt: Target) -> tuple[dict[str, list[Any]], Any]:
+        """Strategies and tuning records of one device's target."""
+        if gt.kind.name not in contexts:
+            tun = None
+            if tuning_db is not None:  # the search engine sits above the compiler: import late
+                from ..autotune.graph_tasks import TuningContext
+
+                tun = TuningContext(tuning_db, gt)
+            contexts[gt.kind.name] = (get_registry().strategies(gt), tun)
+        return contexts[gt.kind.name]
+
+    funcs: dict[str, list[Any]] = {}
+    how: dict[str, str] = {}
     # groups with the same workload (ops, attributes, shapes, wiring) share one kernel: an
     # unrolled LSTM repeats the same cell dozens of times
     func_of: dict[str, str] = {}
     by_key: dict[Any, str] = {}
+    on_host: dict[str, str] = {}  # groups the device failed to compile -> why
     keys = [workload_key(grp) for grp in p.groups if not grp.view]
     progress.stage("lowering", len(set(keys)), "kernel")
     for grp in p.groups:
@@ -194,26 +242,49 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
         if key in by_key:
             func_of[grp.name] = by_key[key]
             how[grp.name] = how[by_key[key]]
+            if by_key[key] in on_host:  # its twin fell back to the host: so does it
+                _mark_host(p, grp, on_host[by_key[key]])
             continue
-        f, how[grp.name] = lower_group(grp, tgt, strategies, tuning)
-        funcs.append(f)
+        gt = target_of(p.device_of(grp))
+        strategies, tuning = context(gt)
+        try:
+            f, how[grp.name] = lower_group(grp, gt, strategies, tuning)
+        except TensorforgeError as exc:
+            host_t = p.placement.host if p.placement is not None else None
+            if host_t is None or gt is host_t:
+                raise
+            warnings.warn(f"{grp.name}: cannot run on {gt.kind.name} ({type(exc).__name__}: "
+                          f"{exc}); it runs on the host", stacklevel=2)
+            on_host[grp.name] = f"its kernel failed on the device: {type(exc).__name__}"
+            _mark_host(p, grp, on_host[grp.name])
+            f, how[grp.name] = lower_group(grp, host_t, *context(host_t))
+            gt = host_t
+        funcs.setdefault(gt.kind.name, []).append(f)
         by_key[key] = func_of[grp.name] = grp.name
         progress.advance()
     t1 = time.perf_counter()
-    progress.stage(f"code generation ({tgt.kind.name})")
-    module = build(funcs, tgt) if funcs else None
+    progress.stage(f"code generation ({', '.join(funcs) or tgt.kind.name})")
+    modules = build_modules(p, funcs, func_of, how, target_of, context)
     progress.finish()
+    module = None if not modules else next(iter(modules.values())) if len(modules) == 1 \
+        else ModuleSet(modules)
     t2 = time.perf_counter()
     p.times.update(lower_s=t1 - t0, build_s=t2 - t1)
     desc, params, derived = describe(p, tgt, how, func_of)
     if shared_params is not None:
         params = share_params(params, shared_params)
     desc["opt_level"] = opt_level  # `tforge run --verify` plans the model again with it
-    if tuning is not None:
+    tunings = [tun for _, tun in contexts.values() if tun is not None]
+    if tunings:
+        tuning = tunings[0]
+        for extra in tunings[1:]:
+            tuning.applied.update(extra.applied)
+            tuning.missing.update(extra.missing)
         desc["tuning"] = tuning.summary()
         if tuning.missing:
             warnings.warn(tuning.missing_message(), stacklevel=2)
-        tuning.close()
+        for tun in tunings:
+            tun.close()
     return CompiledModel(module, desc, params, derived=derived)
 
 
@@ -243,6 +314,59 @@ def _recipe(v: Value, depth: int = 0) -> Any:
         return v.const
     name, attrs, src = v.origin
     return Derived(name, dict(attrs), _recipe(src, depth + 1))
+
+
+def build_modules(p: Plan, funcs: dict[str, list[Any]], func_of: dict[str, str],
+                  how: dict[str, str], target_of: Callable[[str], Target],
+                  context: Callable[[Target], tuple[Any, Any]]) -> dict[str, Any]:
+    """One module per device kind. Device modules are built first: a kernel the device's code
+    generator refuses (a math function its language lacks ...) goes to the host with its twin
+    groups, lowered again for the host, before the host module is built."""
+    host_t = p.placement.host if p.placement is not None else None
+    host = host_t.kind.name if host_t is not None else None
+    modules: dict[str, Any] = {}
+    for kind in [k for k in funcs if k != host] + [host]:  # the host last
+        if kind is None or kind not in funcs:
+            continue
+        gt = target_of(kind)
+        build = gt.kind.load_build()
+        try:
+            modules[kind] = build(funcs[kind], gt)
+            continue
+        except TensorforgeError:
+            if host_t is None or kind == host:
+                raise
+        keep = []
+        for f in funcs[kind]:
+            try:
+                build([f], gt)
+                keep.append(f)
+            except TensorforgeError as exc:
+                why = f"its kernel failed {kind} code generation: {exc}"
+                warnings.warn(f"{f.name}: {why}; it runs on the host", stacklevel=3)
+                twins = [grp for grp in p.groups if func_of.get(grp.name) == f.name]
+                for grp in twins:
+                    _mark_host(p, grp, why)
+                first = next(grp for grp in twins if grp.name == f.name)
+                g, how[f.name] = lower_group(first, host_t, *context(host_t))
+                funcs.setdefault(host, []).append(g)
+                for grp in twins:
+                    how[grp.name] = how[f.name]
+        funcs[kind] = keep
+        if keep:
+            modules[kind] = build(keep, gt)
+    return modules
+
+
+def _mark_host(p: Plan, grp: FusedGroup, why: str) -> None:
+    """A group the device could not compile after all (its schedules failed: too much shared
+    memory, a dtype the device lacks ...) runs on the host; placement says why."""
+    from ..graph.passes.placement import DEVICE_ATTR
+
+    assert p.placement is not None and p.placement.host is not None
+    for n in grp.nodes:
+        n.attrs[DEVICE_ATTR] = p.placement.host.kind.name
+        p.placement.fallbacks.append((n.name, n.op, why))
 
 
 def check_pass_switches() -> None:
@@ -322,12 +446,15 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
             for v in group_args(grp):
                 ref(v)
             continue
-        kernels.append({"name": (func_of or {}).get(grp.name, grp.name), "group": grp.name,
-                        "args": [ref(v) for v in group_args(grp)],
-                        "outputs": len(grp.outputs), "ops": [n.op for n in grp.nodes],
-                        "nodes": [n.name for n in grp.nodes],
-                        "master": grp.master.op, "pattern": grp.pattern.name,
-                        "schedule": (how or {}).get(grp.name, "")})
+        k = {"name": (func_of or {}).get(grp.name, grp.name), "group": grp.name,
+             "args": [ref(v) for v in group_args(grp)],
+             "outputs": len(grp.outputs), "ops": [n.op for n in grp.nodes],
+             "nodes": [n.name for n in grp.nodes],
+             "master": grp.master.op, "pattern": grp.pattern.name,
+             "schedule": (how or {}).get(grp.name, "")}
+        if p.placement is not None:
+            k["device"] = p.device_of(grp)
+        kernels.append(k)
     desc = {
         "format": GRAPH_FORMAT, "version": GRAPH_VERSION, "name": g.name,
         "target": str(target),
@@ -344,4 +471,38 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
                    "params_bytes": int(sum(a.nbytes for a in params.values()))},
         "times": {k: round(v, 4) for k, v in p.times.items()},
     }
+    if p.placement is not None:
+        desc["placement"] = placement_report(p)
     return desc, params, derived
+
+
+def placement_report(p: Plan) -> dict[str, Any]:
+    """Devices, the nodes that fell back to the host (and why), and the copies between
+    devices: each value read on another device than the one that holds it, once."""
+    pl = p.placement
+    assert pl is not None
+    copies: list[dict[str, Any]] = []
+    seen: set[tuple[int, str]] = set()
+    outputs = {id(v) for v in p.graph.outputs}
+    host = pl.host.kind.name if pl.host is not None else pl.target.kind.name
+    for grp in p.groups:
+        dev = p.device_of(grp)
+        for v in grp.inputs:
+            src = pl.value_device(v)
+            if src != dev and (id(v), dev) not in seen:
+                seen.add((id(v), dev))
+                copies.append({"value": v.name, "from": src, "to": dev, "bytes": v.nbytes,
+                               "when": "once, at load" if v.is_const else "every run"})
+        for v in grp.outputs:
+            if id(v) in outputs and dev != host and (id(v), host) not in seen:
+                seen.add((id(v), host))
+                copies.append({"value": v.name, "from": dev, "to": host, "bytes": v.nbytes,
+                               "when": "every run (graph output)"})
+    counts: dict[str, int] = {}
+    for grp in p.groups:
+        if not grp.view:  # a zero-copy concat has no kernel
+            counts[p.device_of(grp)] = counts.get(p.device_of(grp), 0) + 1
+    return {"target": str(pl.target), "host": str(pl.host) if pl.host is not None else None,
+            "kernels": counts,
+            "fallbacks": [{"node": n, "op": op, "why": why} for n, op, why in pl.fallbacks],
+            "copies": copies}

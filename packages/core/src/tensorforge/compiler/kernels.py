@@ -59,8 +59,7 @@ def schedule_group(group: FusedGroup, outs: list[Any], target: Any,
                    tuning: Any = None) -> tuple[Any, str]:
     """(schedule, how it was chosen): the master op's best strategy on `target` (with the
     tuned config `tuning.config(group, strategy)` when there is one), else the generic
-    schedule in core."""
-    from ..ops.schedule_generic import schedule_generic
+    schedule in core (the GPU one for targets with the "gpu" key)."""
 
     for strat in (strategies or {}).get(group.master.op, [])[:1]:
         cfg = tuning.config(group, strat) if tuning is not None else None
@@ -69,14 +68,28 @@ def schedule_group(group: FusedGroup, outs: list[Any], target: Any,
         knobs = ", ".join(f"{k}={v}" for k, v in cfg.values().items())
         return (strat.load_schedule()(outs, target, cfg),
                 f"strategy {strat.key} tuned config {cfg.index} ({knobs})")
-    return schedule_generic(outs, target), "generic"
+    return generic_schedule(target)(outs, target), "generic"
+
+
+def generic_schedule(target: Any) -> Any:
+    """Core's schedule for any fused group on `target`: GPU threads or CPU loops."""
+    from ..tir.transform.pipeline import is_gpu
+
+    if is_gpu(target):
+        from ..ops.schedule_gpu import schedule_gpu_generic
+
+        return schedule_gpu_generic
+    from ..ops.schedule_generic import schedule_generic
+
+    return schedule_generic
 
 
 def lower_group(group: FusedGroup, target: Any, strategies: dict[str, list[Any]] | None = None,
                 tuning: Any = None) -> tuple[Any, str]:
     """(lowered PrimFunc named after the group, schedule used). If a tuned config fails to
     apply or lower, the strategy's default is used; if that fails, the all-at-root schedule
-    (correct, slow); each with a warning."""
+    (correct, slow; on a GPU the generic GPU schedule, since an unbound kernel cannot run);
+    each with a warning."""
     from .. import te
     from ..driver import lower
 
@@ -90,6 +103,13 @@ def lower_group(group: FusedGroup, target: Any, strategies: dict[str, list[Any]]
             warnings.warn(f"{group.name}: schedule failed ({type(exc).__name__}: {exc}); "
                           f"using {then}", stacklevel=2)
     placeholders, outs = build_group_te(group)
+    from ..tir.transform.pipeline import is_gpu
+
+    if is_gpu(target):
+        from ..ops.schedule_gpu import schedule_gpu_generic
+
+        s = schedule_gpu_generic(outs, target)
+        return lower(s, placeholders + outs, name=group.name, target=target), "generic"
     s = te.create_schedule([o.op for o in outs])
     return lower(s, placeholders + outs, name=group.name, target=target), "default"
 

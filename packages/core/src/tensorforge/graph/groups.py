@@ -32,6 +32,8 @@ class MemoryPlan:
 
     storage_of: dict[Value, int] = field(default_factory=dict)
     storage_bytes: list[int] = field(default_factory=list)
+    #: the device of each storage, when the plan was made per device (else empty)
+    storage_device: list[str] = field(default_factory=list)
     # byte offset of a value inside its storage (the parts of a zero-copy concat); else 0
     offset_of: dict[Value, int] = field(default_factory=dict)
     concat_copy_bytes: int = 0  # what the concats that stay copies move per run

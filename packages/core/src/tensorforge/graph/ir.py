@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .limits import check_graph_nodes, check_tensor_bytes
+
 
 @dataclass(eq=False)
 class Value:
@@ -81,6 +83,37 @@ def _np_dtype(dtype: str) -> str:
     return "bool" if dtype == "bool" else storage_dtype(dtype)
 
 
+def itemsize(dtype: str) -> int:
+    return np.dtype(_np_dtype(dtype)).itemsize
+
+
+def infer_node(opdef: Any, inputs: list[Value], attrs: dict[str, Any], what: str
+               ) -> list[tuple[tuple[int, ...], str]]:
+    """The op's type inference over `inputs`; an inference that fails on them (a rank or
+    attribute it cannot handle) is a TensorforgeError naming the node, not a bare
+    IndexError or KeyError."""
+    from ..errors import TensorforgeError
+
+    types = [(v.shape, v.dtype) for v in inputs]
+    try:
+        return opdef.infer(types, attrs)
+    except TensorforgeError:
+        raise
+    except Exception as e:  # noqa: BLE001 - every op's inference is a check of its inputs
+        shapes = ", ".join(f"{dt}{list(sh)}" for sh, dt in types)
+        raise TensorforgeError(f"{what}: the inputs ({shapes}) or attributes {attrs} do not "
+                               f"fit the op ({type(e).__name__}: {e})") from e
+
+
+def checked_types(types: list[tuple[tuple[int, ...], str]], what: str
+                  ) -> list[tuple[tuple[int, ...], str]]:
+    """Inferred output types, refused when a shape is negative or too large to allocate."""
+    for k, (shape, dtype) in enumerate(types):
+        label = what if len(types) == 1 else f"output {k} of {what}"
+        check_tensor_bytes(shape, itemsize(dtype), label)
+    return types
+
+
 class Graph:
     """Inputs, outputs and nodes in topological order."""
 
@@ -104,7 +137,9 @@ class Graph:
         return unique_name(base, self._names if _space is None else _space)
 
     def add_input(self, name: str, shape: tuple[int, ...], dtype: str) -> Value:
-        v = Value(self.unique_name(name), tuple(int(d) for d in shape), dtype)
+        shape = tuple(int(d) for d in shape)
+        check_tensor_bytes(shape, itemsize(dtype), f"graph input {name!r}")
+        v = Value(self.unique_name(name), shape, dtype)
         self.inputs.append(v)
         return v
 
@@ -119,8 +154,10 @@ class Graph:
 
         opdef = get_op(op)
         attrs = dict(attrs or {})
+        check_graph_nodes(len(self.nodes) + 1, self.name)
         node_name = self.unique_name(name or op, self._node_names)
-        types = opdef.infer([(v.shape, v.dtype) for v in inputs], attrs)
+        types = checked_types(infer_node(opdef, inputs, attrs, f"{op} node {node_name!r}"),
+                              f"{op} node {node_name!r}")
         outs = []
         for i, (shape, dtype) in enumerate(types):
             base = out_names[i] if out_names and i < len(out_names) and out_names[i] else (

@@ -35,7 +35,9 @@ class OpDef:
     """`compute(inputs: list[te.Tensor], attrs, out_types) -> list[te.Tensor]`.
     `index_inputs`: positions of inputs whose values are indices into another input (checked
     at run time; fusion keeps their producers out of the group so the error path can read
-    the offending value from the kernel's arguments)."""
+    the offending value from the kernel's arguments). `gpu` False: core's generic GPU
+    schedule must not take the op (it runs on the host unless a GPU target registers a
+    strategy for it)."""
 
     name: str
     pattern: OpPattern
@@ -44,6 +46,7 @@ class OpDef:
     compute: ComputeFn | None = None
     doc: str = ""
     index_inputs: tuple[int, ...] = ()
+    gpu: bool = True
 
 
 _OPS: dict[str, OpDef] = {}
@@ -55,10 +58,10 @@ class UnknownOpError(TensorforgeError, KeyError):
 
 def register_op(name: str, pattern: OpPattern, infer: InferFn, reference: ReferenceFn,
                 compute: ComputeFn | None = None, doc: str = "",
-                index_inputs: tuple[int, ...] = ()) -> OpDef:
+                index_inputs: tuple[int, ...] = (), *, gpu: bool = True) -> OpDef:
     if name in _OPS:
         raise TensorforgeError(f"graph op {name!r} is registered twice")
-    d = OpDef(name, pattern, infer, reference, compute, doc, tuple(index_inputs))
+    d = OpDef(name, pattern, infer, reference, compute, doc, tuple(index_inputs), gpu)
     _OPS[name] = d
     return d
 
@@ -86,6 +89,21 @@ def _ensure_loaded() -> None:
     if not _LOADED:
         _LOADED = True
         from . import ops  # noqa: F401  (registers the built-in ops)
+
+
+def require(ok: bool, message: str) -> None:
+    """Type inference's check of its inputs: a TensorforgeError with `message` unless `ok`."""
+    if not ok:
+        raise TensorforgeError(message)
+
+
+def require_rank(types: TypeList, index: int, rank: int | tuple[int, ...], op: str,
+                 what: str = "") -> None:
+    ranks = (rank,) if isinstance(rank, int) else rank
+    require(index < len(types), f"{op}: missing input {index} ({what or 'an input'})")
+    shape = types[index][0]
+    require(len(shape) in ranks, f"{op}: input {index}{f' ({what})' if what else ''} has "
+            f"shape {list(shape)}, expected rank {' or '.join(map(str, ranks))}")
 
 
 def same_as_input(index: int = 0) -> InferFn:

@@ -6,6 +6,7 @@ ctypes alone.
 
 from .arena import ClosedError
 from .cfunction import CFunction, KernelError, Param, params_from_json, params_to_json
+from .device import Device, DeviceArray, DeviceModule, TimeResult, get_device
 from .module import LIBRARY_FORMAT, LibraryModule, Module, load_module
 
 __all__ = [
@@ -13,6 +14,11 @@ __all__ = [
     "CFunction",
     "ClosedError",
     "KernelError",
+    "Device",
+    "DeviceArray",
+    "DeviceModule",
+    "TimeResult",
+    "get_device",
     "LibraryModule",
     "Module",
     "Param",

@@ -29,7 +29,7 @@ import statistics
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -38,6 +38,7 @@ import numpy as np
 from tensorforge.errors import PackageError, TensorforgeError
 
 from .arena import ArenaPool, default_limit
+from .device_execution import DeviceConstants, KernelStep, bind_devices, is_device_function
 from .validate import check_description
 
 __all__ = ["BenchmarkResult", "CompiledModel", "GraphExecutor", "InputError"]
@@ -137,11 +138,14 @@ def _skipped() -> None:
 class Arena:
     """One call's private memory: `arrays` (one per value of the description; constants are
     the executor's shared read-only arrays), the storage `pools` the intermediates view, and
-    `calls` (per kernel: function, arrays, raw C function or None, argument pointers)."""
+    `calls` (per kernel: function, arrays, raw C function or None, argument pointers). A model
+    with device kernels also holds, in `device`, the device array of every value a device
+    kernel writes (see `device_execution.py`)."""
 
     arrays: list[np.ndarray]
     pools: list[np.ndarray]
     calls: list[tuple[Any, list[np.ndarray], Any, tuple]]
+    device: dict[int, Any] = field(default_factory=dict)
 
 
 class GraphExecutor:
@@ -172,7 +176,10 @@ class GraphExecutor:
         self._functions = [self._function(k) for k in desc["kernels"]]
         self._output_source: dict[int, int] = {}
         self._skip: set[int] = set()
-        for i, k in enumerate(desc["kernels"]):
+        # device kernels: constants uploaded once for every arena, copies where planned
+        self._device_constants = DeviceConstants() if any(
+            is_device_function(fn) for fn in self._functions) else None
+        for i, k in enumerate(desc["kernels"] if self._device_constants is None else ()):
             src = self._reshape_to_output(i, k)
             if src is not None:  # the kernel only copies: read the output from its source
                 self._output_source[k["args"][1]] = src
@@ -224,6 +231,12 @@ class GraphExecutor:
             else:
                 arr = aligned_empty(shape, dtype)
             arrays.append(arr)
+        if self._device_constants is not None:
+            steps, on_device = bind_devices(
+                self.desc, [(fn, [arrays[a] for a in k["args"]])
+                            for fn, k in zip(self._functions, self.desc["kernels"])],
+                arrays, self._device_constants)
+            return Arena(arrays, pools, [(st, [], None, ()) for st in steps], on_device)
         calls = []
         for i, (fn, k) in enumerate(zip(self._functions, self.desc["kernels"])):
             if i in self._skip:
@@ -308,10 +321,13 @@ class GraphExecutor:
                     raise self._kernel_error(i, fn, status, args)
 
     def execute_kernel(self, arena: Arena, i: int) -> None:
-        """Run kernel `i` alone over `arena` (for `verify` and `profile`)."""
+        """Run kernel `i` alone over `arena` (for `verify` and `profile`); a device kernel is
+        waited for."""
         fn, args, cfunc, ptrs = arena.calls[i]
         if cfunc is None:
             fn(*args)
+            if isinstance(fn, KernelStep):
+                fn.synchronize()
         else:
             status = cfunc(*ptrs)
             if status:
@@ -335,6 +351,8 @@ class GraphExecutor:
         """The array holding value `vi` in `arena` after a run (an output left to the output
         copy is read from its source)."""
         src = self._output_source.get(vi)
+        if vi in arena.device:  # written on a device: read it back
+            arena.device[vi].copy_to(arena.arrays[vi])
         if src is None:
             return arena.arrays[vi]
         return arena.arrays[src].reshape(tuple(self.desc["values"][vi]["shape"]))

@@ -40,8 +40,9 @@ from typing import Any
 from tensorforge.errors import PackageError, TensorforgeError
 
 from .cfunction import CFunction, params_from_json
+from .package_fields import check_sidecar_fields, check_target_fields
 
-__all__ = ["KERNEL_TABLE_SYMBOL", "LIBRARY_FORMAT", "LibraryModule", "Module",
+__all__ = ["KERNEL_TABLE_SYMBOL", "LIBRARY_FORMAT", "LibraryModule", "Module", "ModuleSet",
            "kernel_table_bytes", "kernel_table_c_source", "load_module", "open_library"]
 
 LIBRARY_FORMAT = "tensorforge.cpu-library"
@@ -96,6 +97,33 @@ class Module:
             raise TensorforgeError(f"{self.type_key} module has no functions to call")
         return self.get_function(self.entry_name)(*args)
 
+    def time_evaluator(self, name: str, number: int = 1, repeat: int = 3,
+                       min_repeat_ms: float = 0.0) -> Callable[..., Any]:
+        """`f(*args) -> TimeResult`: seconds per call of function `name` (wall clock here;
+        device modules time with device events): `repeat` measurements of `number` calls,
+        `number` raised until one measurement lasts `min_repeat_ms`."""
+        import time
+
+        from .device import TimeResult
+
+        fn = self.get_function(name)
+
+        def measure(args: tuple[Any, ...], n: int) -> float:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn(*args)
+            return (time.perf_counter() - t0) / n
+
+        def evaluate(*args: Any) -> TimeResult:
+            fn(*args)
+            n = max(1, number)
+            if min_repeat_ms > 0:
+                one = max(measure(args, 1), 1e-7)
+                n = max(n, int(-(-min_repeat_ms / 1000.0 // one)))
+            return TimeResult([measure(args, n) for _ in range(max(1, repeat))])
+
+        return evaluate
+
     def export_library(self, path: str | os.PathLike[str]) -> None:
         """Write the kernels as a loadable library (see `load_module`)."""
         raise TensorforgeError(
@@ -118,6 +146,41 @@ class Module:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.type_key}: {', '.join(self._functions)}>"
+
+
+class ModuleSet(Module):
+    """The kernels of several modules, one per device (a model whose nodes run on a GPU and,
+    where it cannot, on the host CPU), found by name."""
+
+    type_key = "modules"
+
+    def __init__(self, modules: Mapping[str, Module]):
+        functions: dict[str, Callable[..., Any]] = {}
+        for m in modules.values():
+            for name in m.function_names:
+                if name in functions:
+                    raise TensorforgeError(f"two modules define kernel {name!r}")
+                functions[name] = m.get_function(name)
+        super().__init__(functions)
+        self.modules = dict(modules)
+
+    def module_of(self, name: str) -> str:
+        """The device (module key) whose module defines kernel `name`."""
+        return next(dev for dev, m in self.modules.items() if name in m)
+
+    def close(self) -> None:
+        for m in self.modules.values():
+            m.close()
+
+    def get_source(self, fmt: str = "") -> str:
+        """Every module's source, each under a `// ---- <device>` line."""
+        return "\n".join(f"// ---- {dev}\n{m.get_source(fmt)}"
+                         for dev, m in self.modules.items())
+
+    def export_library(self, path: str | os.PathLike[str]) -> None:
+        raise TensorforgeError(
+            "a model whose kernels run on several devices has one module per device; export "
+            "it as a package (CompiledModel.export), which keeps each module with its loader")
 
 
 class LibraryModule(Module):
@@ -265,12 +328,14 @@ def open_library(path: str, meta: Mapping[str, Any], data: bytes | None = None,
     and checked before the library is opened (its constructors run at opening)."""
     where = where or repr(path)
     meta = check_sidecar(meta, f"the signature file of {where}")
+    check_sidecar_fields(meta, where, "its signature file")
     if data is None:
         with open(path, "rb") as f:
             data = f.read()
     before = file_kernel_table(data, where)
     if before is not None:
         _match(meta, before, where)
+        _own_target(meta, before, where)
     try:
         lib = ctypes.CDLL(path)
     except OSError as e:
@@ -294,9 +359,21 @@ def open_library(path: str, meta: Mapping[str, Any], data: bytes | None = None,
                                         owner=lib)
         except (KeyError, TypeError, ValueError) as e:
             raise PackageError(f"kernel {name!r} of {where}: malformed signature ({e})") from None
-    full = dict(meta)
-    full.setdefault("target", table.get("target", {}))
+    full = {**meta, "target": _own_target(meta, table, where)}
     return LibraryModule(path, lib, functions, meta.get("entry_name"), full, data)
+
+
+def _own_target(meta: Mapping[str, Any], table: Mapping[str, Any], where: str
+                ) -> dict[str, Any]:
+    """The library's own record of its target (the one that counts), checked; a signature
+    file that says otherwise was edited."""
+    own = check_target_fields(table.get("target"), where, "its kernel table")
+    if meta.get("target") is not None and meta["target"] != own:
+        raise PackageError(f"library {where}: the signature file's target "
+                           f"{json.dumps(meta['target'])[:160]} is not the one in the library's "
+                           f"kernel table ({json.dumps(own)[:160]}); a corrupt or edited "
+                           "package")
+    return own
 
 
 def _match(meta: Mapping[str, Any], table: Mapping[str, Any], where: str
@@ -320,7 +397,8 @@ def _match(meta: Mapping[str, Any], table: Mapping[str, Any], where: str
 
 
 def load_module(path: str | os.PathLike[str]) -> Module:
-    """Open a library written by `export_library`, with ctypes and its JSON sidecar only."""
+    """Open a library written by `export_library`, with ctypes and its JSON sidecar only (a
+    library of another format, e.g. OpenCL source, loads through the sidecar's `loader`)."""
     path = os.path.abspath(os.fspath(path))
     meta_path = sidecar_path(path)
     try:

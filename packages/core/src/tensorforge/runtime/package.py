@@ -10,11 +10,14 @@ Members (format version 2):
                     constant in its smallest faithful form, transforms redone at load)
     lib.so          the CPU kernels (a shared library carrying its own kernel table)
     lib.so.json     their signatures (checked against that table)
+    <dev>.src       a device module's source (e.g. OpenCL C), when the model runs on a device
+    <dev>.json      its launch plans (kernels, grid, block, arguments, workspaces)
 
-The manifest's `modules` is a list so that a package can hold several (a CPU library and
-device code later); each entry names a `loader` (a kind registered with
+The manifest's `modules` is a list so that a package holds several (the CPU library of the
+host's kernels and a device's code); each entry names a `loader` (a kind registered with
 `register_module_loader`, never an importable path: a package cannot make `load` import
-anything) and its member files.
+anything) and its member files. A `device-library` entry names its device kind ("opencl"),
+which `DEVICE_RUNTIMES` maps to the runtime that drives it; the device is opened at load.
 
 A package contains native code: loading one runs the library's code, so it must be trusted
 like any shared library. `load` checks what it can before that code is reached: every member's
@@ -45,9 +48,11 @@ from tensorforge._version import __version__
 from tensorforge.errors import PackageError, TensorforgeError
 
 from .cpu_features import check_host, required_features, triple_arch, triple_os
+from .device import DeviceModule
 from .elf import elf_machine
 from .files import atomic_output
-from .module import Module, open_library
+from .module import Module, ModuleSet, open_library
+from .package_fields import REEXPORT, check_requires, malformed_member
 from .params_store import pack_params, unpack_params
 from .validate import check_description
 
@@ -103,17 +108,26 @@ def export_package(model: Any, path: Any) -> str:
         raise TensorforgeError("this model has no kernels to export")
     members: dict[str, bytes] = {}
     modules = []
-    if module is not None:
+    parts = module.modules if isinstance(module, ModuleSet) else \
+        ({} if module is None else {"cpu": module})
+    for name, part in parts.items():
+        if isinstance(part, DeviceModule):
+            modules.append(_export_device_module(name, part, members))
+            continue
+        if hasattr(part, "package_entry"):  # a target's own module kind (an accelerator):
+            modules.append(part.package_entry(name, members))  # adds its members, its entry
+            continue
+        lib = "lib.so" if "lib.so" not in members else f"{name}.so"
         with tempfile.TemporaryDirectory(prefix="tfpkg-export-") as d:
-            lib = os.path.join(d, "lib.so")
-            module.export_library(lib)
-            with open(lib, "rb") as f:
-                members["lib.so"] = f.read()
-            with open(lib + ".json", "rb") as f:
-                members["lib.so.json"] = f.read()
-        modules.append({"name": "cpu", "loader": "cpu-library",
-                        "files": {"library": "lib.so", "signatures": "lib.so.json"},
-                        "requires": requirements(module.target_info(),
+            lib_path = os.path.join(d, "lib.so")
+            part.export_library(lib_path)
+            with open(lib_path, "rb") as f:
+                members[lib] = f.read()
+            with open(lib_path + ".json", "rb") as f:
+                members[lib + ".json"] = f.read()
+        modules.append({"name": "cpu" if name == "cpu" else name, "loader": "cpu-library",
+                        "files": {"library": lib, "signatures": lib + ".json"},
+                        "requires": requirements(part.target_info(),
                                                  str(model.desc.get("target", "")))})
     index, blob, stats = pack_params(dict(model.params), getattr(model, "derived", None))
     members["graph.json"] = json.dumps(model.desc, indent=1).encode()
@@ -177,56 +191,54 @@ def _check_version(manifest: Mapping[str, Any], where: str) -> None:
 
 def read_package(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, bytes]]:
     """(manifest, verified members by name) of the package bytes `data`: the member list must
-    be exactly the manifest's, every member of the size and sha256 it gives."""
+    be exactly the manifest's, every member of the size and sha256 it gives. Whatever a
+    damaged zip makes Python's readers raise is a `PackageError` naming the member."""
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise PackageError(f"cannot load {where}: not a tensorforge package (.tfpkg, a zip "
                            "written by CompiledModel.export)")
-    try:
+    with malformed_member(where, "the zip's directory"):
         z = zipfile.ZipFile(io.BytesIO(data))
         infos = z.infolist()
-        names = [i.filename for i in infos]
-        if len(names) != len(set(names)):
-            raise PackageError(f"cannot load {where}: a member name appears twice in the zip")
-        if _MANIFEST not in names:
-            raise PackageError(f"cannot load {where}: not a tensorforge package (no manifest)")
-        minfo = z.getinfo(_MANIFEST)
-        if minfo.file_size > _MAX_MANIFEST:
-            raise PackageError(f"cannot load {where}: its manifest is {minfo.file_size} bytes")
-        try:
-            manifest = json.loads(z.read(_MANIFEST))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise PackageError(f"cannot load {where}: its manifest is not valid JSON: "
-                               f"{e}") from None
-        if not isinstance(manifest, dict):
-            raise PackageError(f"cannot load {where}: its manifest is not a JSON object")
-        _check_version(manifest, where)
-        listed = manifest.get("members")
-        if not isinstance(listed, dict) or len(listed) > _MAX_MEMBERS:
-            raise PackageError(f"cannot load {where}: its manifest lists no members")
-        present = set(names) - {_MANIFEST}
-        if present != set(listed):
-            extra, missing = sorted(present - set(listed)), sorted(set(listed) - present)
-            raise PackageError(
-                f"cannot load {where}: its members do not match the manifest (not listed: "
-                f"{extra or 'none'}; missing: {missing or 'none'}); a corrupt or edited package")
-        members: dict[str, bytes] = {}
-        for name, rec in listed.items():
-            if not isinstance(rec, dict) or not isinstance(rec.get("size"), int) or \
-                    not isinstance(rec.get("sha256"), str):
-                raise PackageError(f"cannot load {where}: the manifest entry of {name!r} is "
-                                   "malformed")
-            if z.getinfo(name).file_size != rec["size"]:
-                raise PackageError(f"cannot load {where}: member {name!r} is "
-                                   f"{z.getinfo(name).file_size} bytes, the manifest says "
-                                   f"{rec['size']}; a corrupt or edited package")
+    names = [i.filename for i in infos]
+    if len(names) != len(set(names)):
+        raise PackageError(f"cannot load {where}: a member name appears twice in the zip")
+    if _MANIFEST not in names:
+        raise PackageError(f"cannot load {where}: not a tensorforge package (no manifest)")
+    minfo = z.getinfo(_MANIFEST)
+    if minfo.file_size > _MAX_MANIFEST:
+        raise PackageError(f"cannot load {where}: its manifest is {minfo.file_size} bytes")
+    with malformed_member(where, _MANIFEST):
+        raw = z.read(_MANIFEST)
+    manifest = _json(raw, where, _MANIFEST)
+    if not isinstance(manifest, dict):
+        raise PackageError(f"cannot load {where}: its manifest is not a JSON object")
+    _check_version(manifest, where)
+    listed = manifest.get("members")
+    if not isinstance(listed, dict) or len(listed) > _MAX_MEMBERS:
+        raise PackageError(f"cannot load {where}: its manifest lists no members")
+    present = set(names) - {_MANIFEST}
+    if present != set(listed):
+        extra, missing = sorted(present - set(listed)), sorted(set(listed) - present)
+        raise PackageError(
+            f"cannot load {where}: its members do not match the manifest (not listed: "
+            f"{extra or 'none'}; missing: {missing or 'none'}); a corrupt or edited package")
+    members: dict[str, bytes] = {}
+    for name, rec in listed.items():
+        if not isinstance(rec, dict) or not isinstance(rec.get("size"), int) or \
+                not isinstance(rec.get("sha256"), str):
+            raise PackageError(f"cannot load {where}: the manifest entry of {name!r} is "
+                               "malformed")
+        if z.getinfo(name).file_size != rec["size"]:
+            raise PackageError(f"cannot load {where}: member {name!r} is "
+                               f"{z.getinfo(name).file_size} bytes, the manifest says "
+                               f"{rec['size']}; a corrupt or edited package")
+        with malformed_member(where, f"member {name!r}"):
             blob = z.read(name)
-            if _sha256(blob) != rec["sha256"]:
-                raise PackageError(f"cannot load {where}: member {name!r} does not match its "
-                                   "SHA-256 in the manifest; the package is corrupt or was "
-                                   "edited (nothing of it was run)")
-            members[name] = blob
-    except zipfile.BadZipFile as e:
-        raise PackageError(f"cannot load {where}: a damaged zip ({e})") from None
+        if _sha256(blob) != rec["sha256"]:
+            raise PackageError(f"cannot load {where}: member {name!r} does not match its "
+                               "SHA-256 in the manifest; the package is corrupt or was "
+                               "edited (nothing of it was run)")
+        members[name] = blob
     return manifest, members
 
 
@@ -241,8 +253,9 @@ def _member(manifest: Mapping[str, Any], members: Mapping[str, bytes], name: Any
 def _json(data: bytes, where: str, what: str) -> Any:
     try:
         return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise PackageError(f"cannot load {where}: {what} is not valid JSON: {e}") from None
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError
+        raise PackageError(f"cannot load {where}: {what} is not valid JSON ({e}); "
+                           f"{REEXPORT}") from None
 
 
 # -- the CPU library loader -----------------------------------------------------------------
@@ -254,22 +267,21 @@ def _load_cpu_library(entry: Mapping[str, Any], members: Mapping[str, bytes], tm
     lib_name, sig_name = files.get("library"), files.get("signatures")
     lib = _member({}, members, lib_name, where, "library")
     meta = _json(_member({}, members, sig_name, where, "signature file"), where, sig_name)
-    requires = entry.get("requires")
-    if not isinstance(requires, dict):
-        raise PackageError(f"cannot load {where}: module {entry.get('name')!r} does not say "
-                           "what machine it was built for")
+    requires = check_requires(entry.get("requires"), where, _MANIFEST)
     check_host(requires, f"package {where}")
     arch = elf_machine(lib)
     if arch is not None and arch != host_arch():
         raise PackageError(f"cannot load {where}: its library is {arch} code (the manifest says "
                            f"{requires.get('arch')}), this machine is {host_arch()}; compile "
                            "the model for this machine (--target llvm)")
-    path = os.path.join(tmp, f"{entry.get('name', 'cpu')}.so")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    # a name of our own in the private directory (the entry's name is data: "../x" or an
+    # absolute path must not choose where the library is written)
+    fd, path = tempfile.mkstemp(suffix=".so", prefix="module-", dir=tmp)
     with os.fdopen(fd, "wb") as f:
         f.write(lib)
     try:
-        module = open_library(path, meta, data=lib, where=f"{where}:{lib_name}")
+        with malformed_member(where, f"{sig_name} (the library's signatures)"):
+            module = open_library(path, meta, data=lib, where=f"{where}:{lib_name}")
     finally:
         os.remove(path)  # mapped now; nothing of the package stays on disk
     # the library's own record of its target must not need more than the manifest declared
@@ -285,24 +297,56 @@ def _load_cpu_library(entry: Mapping[str, Any], members: Mapping[str, bytes], tm
 register_module_loader("cpu-library", _load_cpu_library)
 
 
-class ModuleSet(Module):
-    """The kernels of several modules of one package, by name."""
+# -- device modules (OpenCL source and launch plans) ----------------------------------------
+def _export_device_module(name: str, module: DeviceModule, members: dict[str, bytes]
+                          ) -> dict[str, Any]:
+    kind = module.desc.get("target_kind", name)
+    with tempfile.TemporaryDirectory(prefix="tfpkg-export-") as d:
+        path = os.path.join(d, "kernels")
+        module.export_library(path)
+        with open(path, "rb") as f:
+            members[f"{name}.src"] = f.read()
+        with open(path + ".json", "rb") as f:
+            members[f"{name}.json"] = f.read()
+    return {"name": name, "loader": "device-library", "device": kind,
+            "files": {"source": f"{name}.src", "plan": f"{name}.json"},
+            "requires": {"device": kind, "target": module.desc.get("target", "")}}
 
-    type_key = "package"
 
-    def __init__(self, modules: list[Module]):
-        functions: dict[str, Any] = {}
-        for m in modules:
-            for name in m.function_names:
-                if name in functions:
-                    raise PackageError(f"two modules of the package define kernel {name!r}")
-                functions[name] = m[name]
-        super().__init__(functions)
-        self.modules = modules
+def _load_device_library(entry: Mapping[str, Any], members: Mapping[str, bytes], tmp: str,
+                         where: str) -> Module:
+    """A device module: its source and launch plans; the runtime that runs them comes from
+    the trusted table of device kinds (`DEVICE_RUNTIMES`), not from the package. The device
+    is opened now, so a machine without it fails at load, naming what is missing."""
+    from .device import DEVICE_LIBRARY_FORMAT, DEVICE_RUNTIMES
 
-    def close(self) -> None:
-        for m in self.modules:
-            m.close()
+    files = entry.get("files") if isinstance(entry.get("files"), dict) else {}
+    source = _member({}, members, files.get("source"), where, "device source")
+    plan = _json(_member({}, members, files.get("plan"), where, "launch plan"), where,
+                 files.get("plan"))
+    kind = entry.get("device")
+    runtime = DEVICE_RUNTIMES.get(kind) if isinstance(kind, str) else None
+    if runtime is None:
+        raise PackageError(f"cannot load {where}: its module {entry.get('name')!r} runs on "
+                           f"device kind {kind!r}, which no installed runtime drives (known: "
+                           f"{', '.join(sorted(DEVICE_RUNTIMES))})")
+    if not isinstance(plan, dict) or plan.get("format") != DEVICE_LIBRARY_FORMAT:
+        raise PackageError(f"cannot load {where}: {files.get('plan')!r} is not a device "
+                           "library's launch plan")
+    desc = {k: v for k, v in plan.items() if k not in ("format", "version", "loader")}
+    desc["runtime"] = runtime
+    try:
+        module = DeviceModule(desc, source.decode("utf-8"))
+        module.device  # noqa: B018 - opens the device now: a missing one fails at load
+    except (KeyError, TypeError, ValueError, UnicodeDecodeError) as e:
+        raise PackageError(f"cannot load {where}: the launch plan of module "
+                           f"{entry.get('name')!r} is malformed ({e})") from None
+    except TensorforgeError as e:
+        raise PackageError(f"cannot load {where}: its kernels run on {kind}: {e}") from None
+    return module
+
+
+register_module_loader("device-library", _load_device_library)
 
 
 def load(path: Any, sha256: str | None = None, max_concurrency: int | None = None) -> Any:
@@ -323,9 +367,12 @@ def load(path: Any, sha256: str | None = None, max_concurrency: int | None = Non
     graph = _json(_member(manifest, members, manifest.get("graph"), where, "graph"), where,
                   "graph.json")
     pmeta = manifest.get("params") if isinstance(manifest.get("params"), dict) else {}
-    params = unpack_params(_member(manifest, members, pmeta.get("index"), where, "params index"),
-                           _member(manifest, members, pmeta.get("data"), where, "params data"))
-    check_description(graph, params)  # before any library is opened
+    with malformed_member(where, "the parameters (params.json, params.bin)"):
+        params = unpack_params(
+            _member(manifest, members, pmeta.get("index"), where, "params index"),
+            _member(manifest, members, pmeta.get("data"), where, "params data"))
+    with malformed_member(where, "graph.json"):
+        check_description(graph, params)  # before any library is opened
     entries = manifest.get("modules")
     if not isinstance(entries, list):
         raise PackageError(f"cannot load {where}: its manifest lists no modules")
@@ -344,7 +391,9 @@ def load(path: Any, sha256: str | None = None, max_concurrency: int | None = Non
                     "of the target it was compiled for")
             loaded.append(loader(entry, members, tmp, where))
         members.clear()
-        module = None if not loaded else loaded[0] if len(loaded) == 1 else ModuleSet(loaded)
+        names = [e.get("name", str(i)) for i, e in enumerate(entries)]
+        module = None if not loaded else loaded[0] if len(loaded) == 1 else \
+            ModuleSet(dict(zip(names, loaded)))
         return CompiledModel(module, graph, params, max_concurrency=max_concurrency,
                              on_close=[m.close for m in loaded])
     except Exception:

@@ -84,6 +84,13 @@ def package_report(path: Any) -> dict[str, Any]:
     modules = []
     for m in manifest.get("modules", []):
         req = m.get("requires", {})
+        if m.get("loader") == "device-library":
+            why = _device_here(m)
+            modules.append({"name": m.get("name"), "loader": m.get("loader"),
+                            "files": m.get("files", {}), "target": req.get("target"),
+                            "device": m.get("device"), "runs_here": not why,
+                            "why_not": why})
+            continue
         missing = (missing_features(req.get("features", []), req.get("arch", ""))
                    if req.get("arch") == host_arch() else None)
         modules.append({"name": m.get("name"), "loader": m.get("loader"),
@@ -101,12 +108,30 @@ def package_report(path: Any) -> dict[str, Any]:
         "modules": modules,
         "inputs": graph.get("inputs", []), "outputs": graph.get("outputs", []),
         "kernels": [{"name": k.get("name"), "group": k.get("group"), "ops": k.get("ops", []),
-                     "schedule": k.get("schedule", "")} for k in graph.get("kernels", [])],
+                     "schedule": k.get("schedule", ""),
+                     **({"device": k["device"]} if "device" in k else {})}
+                    for k in graph.get("kernels", [])],
+        **({"placement": graph["placement"]} if "placement" in graph else {}),
         "params": params,
         "params_bytes": sum(p["bytes"] for p in params),
         "params_stored_bytes": int(pmeta.get("stored_bytes", 0)),
         "memory": graph.get("memory", {}),
     }
+
+
+def _device_here(entry: Mapping[str, Any]) -> str:
+    """Whether this machine can run a device module: "" if so, else why not (its runtime or
+    device is missing)."""
+    from .device import DEVICE_RUNTIMES, get_device
+
+    runtime = DEVICE_RUNTIMES.get(str(entry.get("device")))
+    if runtime is None:
+        return f"no runtime for device kind {entry.get('device')!r}"
+    try:
+        get_device(runtime)
+    except Exception as e:  # noqa: BLE001 - any failure to open the device is the answer
+        return str(e).split(";")[0]
+    return ""
 
 
 def _mb(n: int) -> str:
@@ -119,6 +144,11 @@ def format_report(r: Mapping[str, Any], max_params: int = 12) -> list[str]:
              f"{r['version']}, written by {r['created_by']}; member hashes {r['hashes']}",
              f"  target {r['target']}"]
     for m in r["modules"]:
+        if m["loader"] == "device-library":
+            lines.append(f"  module {m['name']} ({m['loader']}): {m['device']} kernels, "
+                         + ("runs on this machine" if m["runs_here"] else
+                            f"NOT on this machine ({m['why_not']})"))
+            continue
         here = ("runs on this machine" if m["runs_here"] else
                 f"NOT on this machine (lacks {', '.join(m['missing_here'])})"
                 if m["missing_here"] else f"NOT on this machine ({host_arch()})")
@@ -133,7 +163,8 @@ def format_report(r: Mapping[str, Any], max_params: int = 12) -> list[str]:
     lines.append(f"\nkernels ({len(ks)} call{'s' if len(ks) != 1 else ''}, "
                  f"{len({k['name'] for k in ks})} distinct):")
     for k in ks:
-        lines.append(f"  {k['group']:<40} {'+'.join(k['ops']):<36} {k['schedule']}")
+        where = f" [{k['device']}]" if "device" in k else ""
+        lines.append(f"  {k['group']:<40} {'+'.join(k['ops']):<36} {k['schedule']}{where}")
     ps = r["params"]
     lines.append(f"\nparameters ({len(ps)}): {_mb(r['params_bytes'])} as the kernels read them, "
                  f"{_mb(r['params_stored_bytes'])} stored")

@@ -242,9 +242,11 @@ class Stage:
                 f"bind on stage {self.name}: {thread!r} is not a thread axis; create one with "
                 "te.thread_axis('threadIdx.x')"
             )
+        virtual = thread.thread_tag.startswith(("vthread", "cthread"))
         for other, attr in self.iter_var_attrs.items():
             bt = attr.bind_thread
-            if bt is not None and other is not iv and bt.thread_tag == thread.thread_tag:
+            if bt is not None and other is not iv and bt.thread_tag == thread.thread_tag \
+                    and not virtual:  # several axes may each be virtual threads
                 raise ScheduleError(
                     f"bind on stage {self.name}: thread tag {thread.thread_tag!r} is already "
                     f"bound to axis {other.name}; each thread tag binds one axis per stage"

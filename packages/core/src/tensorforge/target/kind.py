@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -19,22 +20,42 @@ _FALSE = {"0", "false", "no", "off"}
 
 @dataclass(frozen=True)
 class TargetOption:
-    """One ``-name=value`` option of a target string: its type, default and help text."""
+    """One ``-name=value`` option of a target string: its type, default and help text, and
+    what values it takes: `choices` (an enum; empty: any value of the type) and, for numbers,
+    the inclusive range `min`..`max` (None: unbounded). A value outside them is a
+    `TargetError` listing what is valid, before any code generator sees it."""
 
     type: type = str
     default: Any = None
     help: str = ""
+    choices: tuple[Any, ...] = ()
+    min: int | float | None = None
+    max: int | float | None = None
 
     def __post_init__(self) -> None:
         if self.type not in _TYPES:
             raise ValueError(f"target option type must be str, int, float or bool: {self.type}")
         if self.default is not None and not isinstance(self.default, self.type):
             raise ValueError(f"default {self.default!r} is not a {self.type.__name__}")
+        object.__setattr__(self, "choices", tuple(self.choices))
+        if any(not isinstance(c, self.type) for c in self.choices):
+            raise ValueError(f"choices {self.choices!r} are not all {self.type.__name__}")
+        if (self.min is not None or self.max is not None) and self.type not in (int, float):
+            raise ValueError("min/max apply to int and float options only")
+        if self.default is not None and (self.choices or self.min is not None
+                                         or self.max is not None):
+            self.check(self.default, "default")
 
     def convert(self, value: Any, name: str) -> Any:
-        """Turn ``value`` (a string from a target string, or a Python value) into the type."""
+        """Turn ``value`` (a string from a target string, or a Python value) into the type and
+        check it against the choices and the range."""
+        return self.check(self._typed(value, name), name)
+
+    def _typed(self, value: Any, name: str) -> Any:
         if isinstance(value, self.type) and not (self.type is int and isinstance(value, bool)):
             return value
+        if self.type is int and isinstance(value, float) and value.is_integer():
+            return int(value)
         text = str(value).strip()
         try:
             if self.type is bool:
@@ -46,8 +67,42 @@ class TargetOption:
             return self.type(text)
         except ValueError:
             raise TargetError(
-                f"option -{name} expects {_article(self.type.__name__)}, got {value!r}"
-            ) from None
+                f"option -{name} expects {_article(self.type.__name__)}{self._domain()}, got "
+                f"{value!r}" + (" (true/false, on/off, yes/no or 1/0)"
+                                if self.type is bool else "")) from None
+
+    def check(self, value: Any, name: str) -> Any:
+        """`value` (already of the type) if the choices and range allow it, else TargetError."""
+        if self.type is float and not math.isfinite(value):
+            raise TargetError(f"option -{name} expects a finite number, got {value!r}")
+        if self.choices and value not in self.choices:
+            from .suggest import valid_values
+
+            raise TargetError(f"option -{name} does not take {self.format(value)!r}. "
+                              + valid_values(self.format(value),
+                                             [self.format(c) for c in self.choices]))
+        if ((self.min is not None and value < self.min)
+                or (self.max is not None and value > self.max)):
+            raise TargetError(f"option -{name}={self.format(value)} is out of range: it takes "
+                              f"{self._domain().strip(' ()')}")
+        return value
+
+    def _domain(self) -> str:
+        if self.choices:
+            return " (one of " + ", ".join(self.format(c) for c in self.choices) + ")"
+        if self.min is not None and self.max is not None:
+            return f" ({self.min}..{self.max})"
+        if self.min is not None:
+            return f" (>= {self.min})"
+        if self.max is not None:
+            return f" (<= {self.max})"
+        return ""
+
+    def describe(self) -> str:
+        """``int 1..1024``, ``str auto|off|2|4``, ``bool``: the type and the valid values."""
+        if self.choices:
+            return "|".join(self.format(c) for c in self.choices)
+        return self.type.__name__ + self._domain().replace(" (", " ").rstrip(")")
 
     def format(self, value: Any) -> str:
         if self.type is bool:
@@ -67,6 +122,10 @@ class TargetKind:
         returns option values for the machine we run on (``explicit`` are the options the
         target string gave, so the plugin can decide what still applies).
     :param keys: generic names strategies may match on (``("cpu",)``, ``("gpu", "cuda")``).
+    :param validate: ``"module:function"`` or None; ``validate(explicit) -> None`` checks the
+        explicit options together (a CPU name valid for the given triple, say) and raises
+        `TargetError` naming what is wrong and what is valid. It runs when a `Target` is made,
+        so nothing invalid reaches a code generator (which may abort the process on it).
     :param distribution: filled in by the loader.
     :param requires: runtime modules the code generator needs, ``"module"`` or
         ``"module=pip requirement"`` (``("pyopencl",)``); checked with ``find_spec`` for the
@@ -80,6 +139,7 @@ class TargetKind:
     detect_host: str | None = None
     keys: tuple[str, ...] = ()
     description: str = ""
+    validate: str | None = None
     distribution: str = ""
     plugin: str = ""
     requires: tuple[str, ...] = ()
@@ -92,6 +152,8 @@ class TargetKind:
             check_ref(self.build, f"target kind {self.name!r} build")
         if self.detect_host is not None:
             check_ref(self.detect_host, f"target kind {self.name!r} detect_host")
+        if self.validate is not None:
+            check_ref(self.validate, f"target kind {self.name!r} validate")
         for opt_name, opt in self.options.items():
             check_name(opt_name, "target option")
             if not isinstance(opt, TargetOption):
@@ -129,6 +191,10 @@ class TargetKind:
     def load_detect_host(self) -> Callable[..., Mapping[str, Any]] | None:
         """Import and return the ``detect_host`` function, or None."""
         return load_ref(self.detect_host) if self.detect_host else None
+
+    def load_validate(self) -> Callable[[Mapping[str, Any]], None] | None:
+        """Import and return the ``validate`` function, or None."""
+        return load_ref(self.validate) if self.validate else None
 
     def defaults(self) -> dict[str, Any]:
         return {k: o.default for k, o in self.options.items()}

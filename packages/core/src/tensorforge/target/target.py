@@ -46,6 +46,7 @@ class Target:
             key = _option_name(kind, name)
             explicit[key] = kind.options[key].convert(value, key)
         ordered = {k: explicit[k] for k in kind.options if k in explicit}
+        _validate(kind, ordered)
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "tag", tag)
         object.__setattr__(self, "_explicit", ordered)
@@ -171,6 +172,21 @@ def _detect_host(kind: TargetKind, explicit: tuple[tuple[str, Any], ...]) -> dic
         return {}
 
 
+def _validate(kind: TargetKind, explicit: dict[str, Any]) -> None:
+    """The kind's own check of the options together (see `TargetKind.validate`)."""
+    if not kind.validate or not explicit:
+        return
+    try:
+        check = kind.load_validate()
+        if check is not None:
+            check(dict(explicit))
+    except TargetError:
+        raise
+    except Exception as exc:  # a broken validator must not surface as an internal error
+        raise TargetError(f"checking the options of target {kind.name!r} failed "
+                          f"({type(exc).__name__}: {exc}); options: {explicit}") from exc
+
+
 def _option_name(kind: TargetKind, name: str) -> str:
     for candidate in (name, name.replace("_", "-")):
         if candidate in kind.options:
@@ -184,7 +200,7 @@ def _option_name(kind: TargetKind, name: str) -> str:
 def _options_summary(kind: TargetKind) -> str:
     if not kind.options:
         return f"Target {kind.name!r} takes no options."
-    opts = ", ".join(f"-{k} ({o.type.__name__})" for k, o in kind.options.items())
+    opts = ", ".join(f"-{k} ({o.describe()})" for k, o in kind.options.items())
     return f"Options of {kind.name!r}: {opts}."
 
 

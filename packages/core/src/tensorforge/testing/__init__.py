@@ -4,6 +4,10 @@ The pytest fixtures (``plugins``, ``installed_plugins``, ``llvm_target``,
 ``plugin_distribution``) come from :mod:`tensorforge.testing.pytest_plugin`, which pytest loads
 automatically (``pytest11`` entry point) wherever tensorforge is installed. Under pytest every
 test starts with an empty registry: no entry point is loaded unless the test asks.
+
+Conformance bases: `PluginConformance` (a plugin registers cleanly and imports nothing heavy)
+and `TargetConformance` (the operator suite of `op_cases.py` built for a target, in run,
+compile-only or source-check mode).
 """
 
 from __future__ import annotations
@@ -14,7 +18,16 @@ from pathlib import Path
 
 from tensorforge.testing.conformance import PluginConformance
 
-__all__ = ["PluginConformance", "write_distribution"]
+__all__ = ["PluginConformance", "TargetConformance", "write_distribution"]
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    # the operator suite imports pytest: only on first use
+    if name == "TargetConformance":
+        from tensorforge.testing.target_conformance import TargetConformance
+
+        return TargetConformance
+    raise AttributeError(name)
 
 
 def write_distribution(

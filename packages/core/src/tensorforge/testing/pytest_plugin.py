@@ -6,7 +6,8 @@
 * ``installed_plugins``: load the real installed entry points (honouring
   ``TENSORFORGE_PLUGINS`` / ``TENSORFORGE_DISABLE_PLUGINS``) and return the registry;
 * ``llvm_target``: registers the llvm plugin and returns ``Target.parse("llvm")`` (the host);
-  skips when tensorforge-target-llvm is not installed;
+  skips when tensorforge-target-llvm is not installed; ``opencl_target`` likewise for
+  ``opencl`` (tests marked ``opencl`` skip, with the reason, where no device is usable);
 * ``plugin_distribution``: write a throw-away installed distribution with entry points and put
   it on ``sys.path`` (see :func:`tensorforge.testing.write_distribution`).
 """
@@ -28,6 +29,29 @@ from tensorforge.plugins.registry import PluginInfo, Registry
 
 def pytest_configure(config: pytest.Config) -> None:
     _plugins.set_autoload(False)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `opencl` skip, with the reason, where no OpenCL device is usable."""
+    marked = [it for it in items if it.get_closest_marker("opencl") is not None]
+    if not marked:
+        return
+    from tensorforge.testing.hardware import opencl_status
+
+    why = opencl_status()
+    if why:
+        for it in marked:
+            it.add_marker(pytest.mark.skip(reason=f"opencl: {why}"))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """An `opencl` test skips when TensorFlow was loaded after collection (see hardware.py)."""
+    if item.get_closest_marker("opencl") is not None:
+        from tensorforge.testing.hardware import opencl_status
+
+        why = opencl_status()
+        if why:
+            pytest.skip(f"opencl: {why}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -94,6 +118,19 @@ def llvm_target(plugins: PluginFixture):
 
     plugins.register("tensorforge_llvm.plugin", "llvm", distribution="tensorforge-target-llvm")
     return Target.parse("llvm")
+
+
+@pytest.fixture
+def opencl_target(plugins: PluginFixture):
+    """``Target.parse("opencl")`` with the opencl plugin registered (mark the test `opencl`
+    so it skips where no OpenCL device is usable)."""
+    if importlib.util.find_spec("tensorforge_opencl") is None:
+        pytest.skip("tensorforge-target-opencl is not installed")
+    from tensorforge.target import Target
+
+    plugins.register("tensorforge_opencl.plugin", "opencl",
+                     distribution="tensorforge-target-opencl")
+    return Target.parse("opencl")
 
 
 @pytest.fixture

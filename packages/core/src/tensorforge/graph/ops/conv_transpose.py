@@ -12,7 +12,7 @@ import numpy as np
 
 from ... import te
 from ...expr import const
-from ..registry import OpPattern, TypeList, register_op
+from ..registry import OpPattern, TypeList, register_op, require, require_rank
 
 
 def _out(h: int, k: int, s: int, d: int, p0: int, p1: int, op: int) -> int:
@@ -20,15 +20,28 @@ def _out(h: int, k: int, s: int, d: int, p0: int, p1: int, op: int) -> int:
 
 
 def _infer(types: TypeList, at: dict[str, Any]) -> TypeList:
-    (n, _c, h, w), dt = types[0]
-    _, og, kh, kw = types[1][0]
+    require_rank(types, 0, 4, "conv2d_transpose", "NCHW data")
+    require_rank(types, 1, 4, "conv2d_transpose", "(C, O/groups, kh, kw) weight")
+    (n, c, h, w), dt = types[0]
+    wc, og, kh, kw = types[1][0]
     sh, sw = at.get("strides", (1, 1))
     dh, dw = at.get("dilations", (1, 1))
     pt, pl, pb, pr = at.get("pads", (0, 0, 0, 0))
     oph, opw = at.get("output_padding", (0, 0))
     g = at.get("groups", 1)
-    return [((n, og * g, _out(h, kh, sh, dh, pt, pb, oph), _out(w, kw, sw, dw, pl, pr, opw)),
-             dt)]
+    require(g >= 1 and c % g == 0 and wc == c, f"conv2d_transpose: input has {c} channels, "
+            f"the weight {list(types[1][0])} is for {wc} (groups={g})")
+    require(min(kh, kw, sh, sw, dh, dw) >= 1, "conv2d_transpose: kernel, strides and "
+            "dilations must be positive")
+    require(min(pt, pl, pb, pr, oph, opw) >= 0, "conv2d_transpose: pads and output_padding "
+            "must not be negative")
+    oh, ow = _out(h, kh, sh, dh, pt, pb, oph), _out(w, kw, sw, dw, pl, pr, opw)
+    require(oh >= 1 and ow >= 1, f"conv2d_transpose: pads {[pt, pl, pb, pr]} leave an output "
+            f"of {oh} x {ow}")
+    if len(types) > 2:
+        require(tuple(types[2][0]) == (og * g,), f"conv2d_transpose: bias shape "
+                f"{list(types[2][0])} is not [{og * g}]")
+    return [((n, og * g, oh, ow), dt)]
 
 
 def _ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:

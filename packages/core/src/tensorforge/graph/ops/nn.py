@@ -12,27 +12,55 @@ import numpy as np
 from ... import ops, te
 from ...expr import const
 from ...ops import reference as ref
-from ..registry import OpPattern, TypeList, broadcast_shapes, register_op
+from ..registry import (
+    OpPattern,
+    TypeList,
+    broadcast_shapes,
+    register_op,
+    require,
+    require_rank,
+)
 
 
 def _conv_out(h: int, k: int, s: int, d: int, p0: int, p1: int) -> int:
     return (h + p0 + p1 - d * (k - 1) - 1) // s + 1
 
 
+def check_window(op: str, in_hw: tuple[int, int], kernel: tuple[int, int],
+                 strides: tuple[int, int], dilations: tuple[int, int],
+                 pads: tuple[int, int, int, int]) -> None:
+    """Positive kernel, strides and dilations, non-negative pads, and a (dilated) kernel no
+    larger than the padded input: otherwise a TensorforgeError saying which."""
+    require(all(int(k) >= 1 for k in kernel), f"{op}: kernel {list(kernel)} must be positive")
+    require(all(int(s) >= 1 for s in strides), f"{op}: strides {list(strides)} must be "
+            "positive")
+    require(all(int(d) >= 1 for d in dilations), f"{op}: dilations {list(dilations)} must be "
+            "positive")
+    require(all(int(p) >= 0 for p in pads), f"{op}: pads {list(pads)} must not be negative")
+    for axis, (size, k, d, p0, p1) in enumerate(zip(in_hw, kernel, dilations, pads[:2],
+                                                    pads[2:])):
+        span = d * (k - 1) + 1
+        require(span <= size + p0 + p1, f"{op}: the kernel spans {span} along spatial axis "
+                f"{axis}, more than the padded input ({size} + {p0} + {p1} pads)")
+
+
 def _conv2d_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    require_rank(types, 0, 4, "conv2d", "NCHW data")
+    require_rank(types, 1, 4, "conv2d", "OIHW weight")
     (n, c, h, w), dt = types[0]
     o, cg, kh, kw = types[1][0]
     sh, sw = at.get("strides", (1, 1))
     dh, dw = at.get("dilations", (1, 1))
     pt, pl, pb, pr = at.get("pads", (0, 0, 0, 0))
     g = at.get("groups", 1)
-    if c != cg * g:
-        from ...errors import TensorforgeError
-
-        raise TensorforgeError(
-            f"conv2d: input has {c} channels but the weight {list(types[1][0])} with "
-            f"groups={g} expects {cg * g}"
-        )
+    require(g >= 1 and o % g == 0, f"conv2d: groups={g} must be at least 1 and divide the "
+            f"{o} output channels")
+    require(c == cg * g, f"conv2d: input has {c} channels but the weight "
+            f"{list(types[1][0])} with groups={g} expects {cg * g}")
+    check_window("conv2d", (h, w), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr))
+    if len(types) > 2:
+        require(tuple(types[2][0]) == (o,), f"conv2d: bias shape {list(types[2][0])} is not "
+                f"[{o}]")
     return [((n, o, _conv_out(h, kh, sh, dh, pt, pb), _conv_out(w, kw, sw, dw, pl, pr)), dt)]
 
 
@@ -72,10 +100,13 @@ register_op("conv2d", OpPattern.OUT_ELEMWISE_FUSABLE, _conv2d_infer, _conv2d_ref
 
 def _matmul_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
     a, b = types[0][0], types[1][0]
+    require(len(a) >= 1 and len(b) >= 1, f"matmul: scalar operand {list(a)} @ {list(b)}")
     if len(a) == 1:
         a = (1, *a)
     if len(b) == 1:
         b = (*b, 1)
+    require(a[-1] == b[-2], f"matmul: inner dimensions differ: {list(types[0][0])} @ "
+            f"{list(types[1][0])}")
     batch = broadcast_shapes([a[:-2], b[:-2]])
     shape = (*batch, a[-2], b[-1])
     if len(types[0][0]) == 1:
@@ -129,8 +160,15 @@ register_op("matmul", OpPattern.OUT_ELEMWISE_FUSABLE, _matmul_infer,
 
 
 def _dense_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
-    (m, _k), dt = types[0]
-    n = types[1][0][0]
+    require_rank(types, 0, 2, "dense", "(M, K) data")
+    require_rank(types, 1, 2, "dense", "(N, K) weight")
+    (m, k), dt = types[0]
+    n, k2 = types[1][0]
+    require(k == k2, f"dense: inner dimensions differ: {list(types[0][0])} x "
+            f"{list(types[1][0])}^T")
+    if len(types) > 2:
+        require(tuple(types[2][0]) in ((n,), (1, n), (1,), ()), f"dense: bias shape "
+                f"{list(types[2][0])} does not broadcast to [{m}, {n}]")
     return [((m, n), dt)]
 
 
@@ -155,11 +193,13 @@ register_op("dense", OpPattern.OUT_ELEMWISE_FUSABLE, _dense_infer, _dense_ref,
 
 
 def _pool_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    require_rank(types, 0, 4, "pool2d", "NCHW data")
     (n, c, h, w), dt = types[0]
     kh, kw = at["kernel"]
     sh, sw = at.get("strides", (1, 1))
     pt, pl, pb, pr = at.get("pads", (0, 0, 0, 0))
     ceil_mode = at.get("ceil_mode", False)
+    check_window("pool2d", (h, w), (kh, kw), (sh, sw), (1, 1), (pt, pl, pb, pr))
 
     def size(d: int, k: int, s: int, p0: int, p1: int) -> int:
         num = d + p0 + p1 - k
@@ -190,7 +230,8 @@ register_op(
 )
 register_op(
     "global_avg_pool2d", OpPattern.OUT_ELEMWISE_FUSABLE,
-    lambda types, at: [((*types[0][0][:2], 1, 1), types[0][1])],
+    lambda types, at: (require_rank(types, 0, 4, "global_avg_pool2d", "NCHW data")
+                       or [((*types[0][0][:2], 1, 1), types[0][1])]),
     lambda ins, at: [ins[0].mean(axis=(2, 3), keepdims=True).astype(ins[0].dtype)],
     lambda ins, at, out: [ops.global_avg_pool2d(ins[0])],
     doc="NCHW global average pooling to (N, C, 1, 1)",

@@ -9,7 +9,29 @@ import numpy as np
 from ... import te
 from ...expr import IntImm
 from ...ops import transpose as te_transpose
-from ..registry import OpPattern, TypeList, register_op
+from ..registry import OpPattern, TypeList, register_op, require
+
+
+def _size(shape: Any) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def _reshape_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    shape = tuple(int(d) for d in at["shape"])
+    require(all(d >= 0 for d in shape) and _size(shape) == _size(types[0][0]),
+            f"reshape: cannot reshape {list(types[0][0])} ({_size(types[0][0])} elements) "
+            f"to {list(shape)}")
+    return [(shape, types[0][1])]
+
+
+def _transpose_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    shape, perm = types[0][0], [int(p) for p in at["perm"]]
+    require(sorted(perm) == list(range(len(shape))), f"transpose: perm {perm} is not a "
+            f"permutation of the {len(shape)} axes of {list(shape)}")
+    return [(tuple(shape[p] for p in perm), types[0][1])]
 
 
 def _reshape_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
@@ -31,16 +53,14 @@ def _reshape_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[
 
 
 register_op(
-    "reshape", OpPattern.INJECTIVE,
-    lambda types, at: [(tuple(at["shape"]), types[0][1])],
+    "reshape", OpPattern.INJECTIVE, _reshape_infer,
     lambda ins, at: [ins[0].reshape(at["shape"])],
     _reshape_compute,
     doc="reshape to attrs['shape'] (fully static, no -1)",
 )
 
 register_op(
-    "transpose", OpPattern.INJECTIVE,
-    lambda types, at: [(tuple(types[0][0][p] for p in at["perm"]), types[0][1])],
+    "transpose", OpPattern.INJECTIVE, _transpose_infer,
     lambda ins, at: [np.ascontiguousarray(ins[0].transpose(at["perm"]))],
     lambda ins, at, out: [te_transpose(ins[0], at["perm"])],
     doc="permute axes by attrs['perm']",
@@ -48,7 +68,15 @@ register_op(
 
 
 def _concat_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
-    axis = at["axis"] % len(types[0][0])
+    rank = len(types[0][0])
+    require(rank > 0 and -rank <= at["axis"] < rank, f"concat: axis {at['axis']} out of range "
+            f"for rank {rank}")
+    axis = at["axis"] % rank
+    for sh, dt in types:
+        require(len(sh) == rank and all(a == b for k, (a, b) in enumerate(zip(sh, types[0][0]))
+                                        if k != axis) and dt == types[0][1],
+                f"concat: inputs {[f'{d}{list(s)}' for s, d in types]} differ outside axis "
+                f"{axis}")
     shape = list(types[0][0])
     shape[axis] = sum(t[0][axis] for t in types)
     return [(tuple(shape), types[0][1])]
@@ -64,16 +92,34 @@ def _concat_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[A
         ext = t.shape[axis]
         acc += ext.value if isinstance(ext, IntImm) else int(ext)
 
-    def f(*i):  # type: ignore[no-untyped-def]
+    def load(k: int, i: tuple[Any, ...]) -> Any:
+        idx = list(i)
+        idx[axis] = i[axis] - offsets[k]
+        return ins[k][tuple(idx)]
+
+    def chain(*i):  # type: ignore[no-untyped-def]
         val = None
-        for t, off in zip(ins, offsets):  # later inputs win from their offset on
-            idx = list(i)
-            idx[axis] = i[axis] - off
-            v = t[tuple(idx)]
-            val = v if val is None else te.if_then_else(i[axis] >= off, v, val)
+        for k, off in enumerate(offsets):  # later inputs win from their offset on
+            val = load(k, i) if val is None else te.if_then_else(i[axis] >= off, load(k, i),
+                                                                 val)
         return val
 
+    def tree(*i):  # type: ignore[no-untyped-def]
+        # a balanced choice, log2(n) selects deep: a chain of thousands of them would nest
+        # past what the recursive loop-IR passes can walk
+        def pick(lo: int, hi: int) -> Any:
+            if hi - lo == 1:
+                return load(lo, i)
+            mid = (lo + hi) // 2
+            return te.if_then_else(i[axis] >= offsets[mid], pick(mid, hi), pick(lo, mid))
+
+        return pick(0, len(ins))
+
+    f = chain if len(ins) <= _CHAIN_MAX else tree
     return [te.compute(shape, f, name="concat", tag="injective")]
+
+
+_CHAIN_MAX = 64  # concats of more inputs select through a balanced tree
 
 
 register_op("concat", OpPattern.INJECTIVE, _concat_infer,

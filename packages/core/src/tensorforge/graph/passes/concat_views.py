@@ -14,9 +14,10 @@ A concat stays a copy when a part is a graph input or output, a constant, read t
 already placed elsewhere by another concat (a value has one address), would land on bytes
 another part already holds (only the enclosing concat views may share them), or would start
 off a 64-byte boundary (the alignment of every storage); so does a concat whose output is a graph
-output. `fuse_ops` keeps view concats in groups of their own, `plan_memory` gives the parts
-their root's storage at their offsets (one storage live from the first part written to the
-last alias read), and the compiler emits no kernel for them.
+output, and one placed on a device or fed by a part from another device (heterogeneous models:
+views exist in host memory only). `fuse_ops` keeps view concats in groups of their own,
+`plan_memory` gives the parts their root's storage at their offsets (one storage live from the
+first part written to the last alias read), and the compiler emits no kernel for them.
 """
 
 from __future__ import annotations
@@ -76,9 +77,19 @@ def concat_views(g: Graph) -> ConcatViews:
     return res
 
 
+def _same_host_device(n: Node) -> bool:
+    """The concat and the producers of its parts run on one CPU device (a heterogeneous
+    model's device kernels write whole device buffers, never host slices)."""
+    from .placement import DEVICE_ATTR, on_host_memory
+
+    where = n.attrs.get(DEVICE_ATTR)
+    return on_host_memory(n) and all(
+        v.producer is None or v.producer.attrs.get(DEVICE_ATTR) == where for v in n.inputs)
+
+
 def _place(n: Node, res: ConcatViews, external: set[int]) -> dict[int, tuple[Value, int]] | None:
     out = n.outputs[0]
-    if id(out) in external:
+    if id(out) in external or not _same_host_device(n):
         return None
     if id(out) not in res.placement and n.inputs and id(n.inputs[0]) in res.placement:
         # the parts already sit side by side in a later concat's buffer (DenseNet: each

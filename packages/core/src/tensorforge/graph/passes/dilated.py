@@ -15,6 +15,8 @@ the result is exact (the same sums, without the terms that read padding).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..ir import Graph, Node, Value
@@ -90,11 +92,15 @@ def _split(g: Graph, n: Node, axis: int, out_value: Value | None = None) -> list
     return nodes
 
 
-def split_dilated_bands(g: Graph) -> Graph:
-    """Replace every dilated convolution where bands pay (see the module doc)."""
+def split_dilated_bands(g: Graph, target: Any = None) -> Graph:
+    """Replace every dilated convolution where bands pay (see the module doc), except those
+    placed on another target than `target`."""
+    from .placement import placed_elsewhere
+
     new: list[Node] = []
     for n in g.nodes:
-        dil = tuple(n.attrs.get("dilations", (1, 1))) if n.op == "conv2d" else (1, 1)
+        dil = tuple(n.attrs.get("dilations", (1, 1))) if n.op == "conv2d" and not \
+            placed_elsewhere(n, target) else (1, 1)
         if dil != (1, 1) and len(n.inputs) > 1 and n.inputs[1].is_const and len(
                 n.inputs[0].shape) == 4 and n.attrs.get("groups", 1) == 1:
             repl = _split(g, n, 2) or _split(g, n, 3)

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from ...errors import TensorforgeError
 from ...runtime.transforms import TRANSFORMS
 from ..ir import Graph, Node, Value
 from ..registry import get_op
@@ -137,7 +138,12 @@ def fold_constants(g: Graph, limit_bytes: int | None = None) -> Graph:
         if out_bytes > limit and out_bytes > in_bytes:
             keep.append(n)
             continue
-        results = get_op(n.op).reference([v.const for v in n.inputs], n.attrs)
+        try:
+            results = get_op(n.op).reference([v.const for v in n.inputs], n.attrs)
+        except Exception as e:  # noqa: BLE001 - numpy on constants the inference allowed
+            raise TensorforgeError(f"fold_constants: node {n.name} ({n.op}) could not be "
+                                   f"evaluated on its constant inputs ({type(e).__name__}: "
+                                   f"{e})") from e
         for o, r in zip(n.outputs, results):
             arr = np.array(np.asarray(r).astype(o.dtype, copy=False).reshape(o.shape), order="C")
             c = Value(o.name, o.shape, o.dtype, const=arr)

@@ -23,10 +23,21 @@ its outputs (an LSTM cell's gate split, nonlinearities and state update, then ta
 when no cycle results: one kernel per step, the product materialized inside it, the cell
 state and hidden state its outputs.
 
-With `enabled=False` (opt-level 0) every node is its own group.
+A group holds at most `MAX_FUSED_NODES` nodes (TVM's `max_depth`, there 256): a kernel's
+expressions nest as deep as its chain of inlined ops, and the loop-IR passes walk them
+recursively (a 5,000-op elementwise chain in one kernel overflowed Python's stack). Longer
+chains become several kernels, which identical workloads then share. A group also stops
+where inlining would make an expression read its inputs more than `MAX_INLINE_SIZE` times
+(ops that read their input twice double it: see `inline_size.py`).
+
+With `enabled=False` (opt-level 0) every node is its own group. With `device_of` (a node ->
+device name map from placement), a node joins only a group on its own device: fusion never
+crosses devices.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from ...errors import TensorforgeError
 from ...naming import c_identifier
@@ -35,11 +46,14 @@ from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
 from .concat_views import concat_views
 from .fuse_merge import merge_diamonds, merge_reshape_readers
+from .inline_size import MAX_INLINE_SIZE, input_reads
 
 _EW = OpPattern.BROADCAST
 _INJ = OpPattern.INJECTIVE
 EPILOGUE_MAX_ROWS = 8  # dense products with more rows keep their epilogues separate
 _EPILOGUE_MASTERS = ("dense_packed",)
+MAX_FUSED_NODES = 64  # real models' largest groups hold 14 (an LSTM cell step)
+MAX_GROUP_ARGS = 256  # kernel parameters (ctypes passes at most 1024)
 
 
 class _Group:
@@ -48,6 +62,15 @@ class _Group:
         self.pattern = pattern
         self.master = node
         self.deps: set[_Group] = set()  # groups whose outputs this one reads
+        self.made = {id(o) for o in node.outputs}
+        self.reads = {id(v) for v in node.inputs}  # values read (from anywhere)
+
+    def args_with(self, n: Node) -> int:
+        """About how many kernel arguments the group has with `n` added (values read from
+        outside, plus this node's outputs)."""
+        made = self.made | {id(o) for o in n.outputs}
+        reads = self.reads | {id(v) for v in n.inputs}
+        return len(reads - made) + len(made)
 
     def reaches(self, other: _Group) -> bool:
         """Whether this group depends on `other`, directly or through other groups."""
@@ -63,7 +86,8 @@ class _Group:
 
     def accepts(self, n: Node, pattern: OpPattern) -> bool:
         gp = self.pattern
-        if pattern >= OpPattern.OUT_ELEMWISE_FUSABLE or gp == OpPattern.OPAQUE:
+        if (pattern >= OpPattern.OUT_ELEMWISE_FUSABLE or gp == OpPattern.OPAQUE
+                or len(self.nodes) >= MAX_FUSED_NODES or self.args_with(n) > MAX_GROUP_ARGS):
             return False
         same_shape = all(o.shape == self.master.outputs[0].shape for o in n.outputs)
         if gp in (OpPattern.OUT_ELEMWISE_FUSABLE, OpPattern.COMM_REDUCE):
@@ -73,21 +97,25 @@ class _Group:
 
     def add(self, n: Node, pattern: OpPattern) -> None:
         self.nodes.append(n)
+        self.made.update(id(o) for o in n.outputs)
+        self.reads.update(id(v) for v in n.inputs)
         if pattern > self.pattern:
             self.pattern = pattern
         if pattern >= OpPattern.COMM_REDUCE or self.pattern <= _INJ:
             self.master = n
 
 
-def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
-    """Cut `g` into fused groups (one kernel each), in an order that respects dependencies.
-    A zero-copy concat (`concat_views`) is a group of its own that nothing joins (a view,
-    no kernel)."""
+def fuse_ops(g: Graph, enabled: bool = True,
+             device_of: Callable[[Node], str] | None = None) -> list[FusedGroup]:
+    """Cut `g` into fused groups (one kernel each), in an order that respects dependencies;
+    with `device_of`, groups never span two devices. A zero-copy concat (`concat_views`) is
+    a group of its own that nothing joins (a view, no kernel)."""
     consumers = g.consumers()
     views = concat_views(g).nodes if enabled else set()
     graph_outputs = {id(v) for v in g.outputs}
     group_of: dict[int, _Group] = {}  # id(node) -> group
     groups: list[_Group] = []
+    size: dict[int, int] = {}  # id(node) -> reads of its group's inputs, inlined
     for n in g.nodes:
         opdef = get_op(n.op)
         pattern = OpPattern.OPAQUE if id(n) in views else opdef.pattern
@@ -102,9 +130,13 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
                 if any(c is not n for c in consumers.get(v, [])):
                     continue
                 grp = group_of[id(p)]
-                if grp.accepts(n, pattern) and not _makes_cycle(grp, n, group_of):
+                if device_of is not None and device_of(p) != device_of(n):
+                    continue
+                if (grp.accepts(n, pattern) and not _makes_cycle(grp, n, group_of)
+                        and _inline_size(n, grp, group_of, size) <= MAX_INLINE_SIZE):
                     joined = grp
                     break
+        size[id(n)] = _inline_size(n, joined, group_of, size) if joined is not None else 1
         if joined is None:
             joined = _Group(n, pattern)
             groups.append(joined)
@@ -116,9 +148,10 @@ def fuse_ops(g: Graph, enabled: bool = True) -> list[FusedGroup]:
             if src is not None and src is not joined:
                 joined.deps.add(src)
     if enabled:
-        merge_reshape_readers(g, groups, group_of, views)
-        merge_diamonds(g, groups, group_of)
-        groups = _merge_epilogues(g, groups, group_of)
+        if device_of is None:  # (a heterogeneous model's groups keep to their device)
+            merge_reshape_readers(g, groups, group_of, views)
+            merge_diamonds(g, groups, group_of)
+        groups = _merge_epilogues(g, groups, group_of, device_of)
     return _finish(g, groups, consumers, graph_outputs, views)
 
 
@@ -134,8 +167,8 @@ def _by_producer_class(n: Node, group_of: dict[int, _Group]) -> list[tuple[int, 
     return sorted(enumerate(n.inputs), key=rank)
 
 
-def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group]
-                     ) -> list[_Group]:
+def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group],
+                     device_of: Callable[[Node], str] | None = None) -> list[_Group]:
     """Merge injective groups into the small dense group whose outputs they read (see the
     module docstring), repeatedly, so that chains of them join too."""
     order = {id(n): i for i, n in enumerate(g.nodes)}
@@ -152,11 +185,18 @@ def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group]
             for other in groups:
                 if other is grp or other in merged or other.pattern > _INJ:
                     continue
+                if device_of is not None and device_of(other.master) != device_of(grp.master):
+                    continue
                 if grp not in other.deps or len(other.deps) > 3:
                     continue  # not a reader of grp, or a gather of many (a concat of steps)
+                if (len(grp.nodes) + len(other.nodes) > MAX_FUSED_NODES
+                        or len(grp.reads | other.reads) > MAX_GROUP_ARGS):
+                    continue
                 if any(d is not grp and d.reaches(grp) for d in other.deps):
                     continue  # it also reads something computed from grp: a cycle
                 grp.nodes = sorted(grp.nodes + other.nodes, key=lambda n: order[id(n)])
+                grp.made |= other.made
+                grp.reads |= other.reads
                 grp.deps |= other.deps - {grp}
                 for n in other.nodes:
                     group_of[id(n)] = grp
@@ -168,6 +208,19 @@ def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group]
                 merged.add(other)
                 changed = True
     return [grp for grp in groups if grp not in merged]
+
+
+def _inline_size(n: Node, grp: _Group, group_of: dict[int, _Group],
+                 size: dict[int, int]) -> int:
+    """Reads of group inputs one element of `n` makes once its producers in `grp` are
+    inlined into it (see `inline_size`); reductions and tiled masters are materialized."""
+    total = 0
+    for v, reads in zip(n.inputs, input_reads(n)):
+        p = v.producer
+        inlined = (p is not None and group_of.get(id(p)) is grp
+                   and get_op(p.op).pattern < OpPattern.COMM_REDUCE)
+        total += reads * (size.get(id(p), 1) if inlined else 1)
+    return max(total, 1)
 
 
 def _makes_cycle(grp: _Group, n: Node, group_of: dict[int, _Group]) -> bool:

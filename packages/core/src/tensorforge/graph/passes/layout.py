@@ -1,7 +1,8 @@
 """The data-layout stage: a hook a target drives through `register_passes(..., "graph.layout")`.
 
-Core converts nothing yet (issue 5 converts conv chains to NCHW[x]c on SIMD CPUs); this pass
-runs the target's registered `graph.layout` passes, highest priority first."""
+This pass runs the target's registered `graph.layout` passes, highest priority first (the llvm
+plugin converts conv chains to NCHW[x]c); for a device target it also places the nodes and
+runs the host's layout passes on the host's nodes."""
 
 from __future__ import annotations
 
@@ -29,6 +30,16 @@ def run_plugin_passes(g: Graph, target: Any, stage: str) -> Graph:
     return g
 
 
-def layout_transform(g: Graph, target: Any = None) -> Graph:
-    """Convert data layouts for `target` (the `graph.layout` stage)."""
-    return run_plugin_passes(g, target, "graph.layout")
+def layout_transform(g: Graph, target: Any = None, host: Any = None) -> Graph:
+    """Convert data layouts for `target` (the `graph.layout` stage). For a device target with
+    a `host`: the target's passes (which may claim nodes), then placement of the rest, then
+    the host's passes on the host's nodes (see `placement.py`)."""
+    g = run_plugin_passes(g, target, "graph.layout")
+    if target is None or target.kind.device_type == "cpu":
+        return g
+    from .placement import mark_new, place
+
+    g = place(g, target, host)
+    if host is None:
+        return g
+    return mark_new(run_plugin_passes(g, host, "graph.layout"), host)

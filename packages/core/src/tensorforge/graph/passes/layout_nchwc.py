@@ -32,6 +32,7 @@ import numpy as np
 from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
 from .dilated import split_dilated_bands
+from .placement import placed_elsewhere
 from .simplify import make_node
 from .subpixel import _emit, rewrite_conv_transpose
 
@@ -162,8 +163,8 @@ def prune_dead_taps(g: Graph, n: Node) -> None:
 
 
 class _Rewriter:
-    def __init__(self, g: Graph, lanes: int, winograd: Any = None):
-        self.g, self.lanes = g, lanes
+    def __init__(self, g: Graph, lanes: int, winograd: Any = None, target: Any = None):
+        self.g, self.lanes, self.target = g, lanes, target
         self.caps = group_caps(g, lanes)
         self.skip: set[int] = set()  # nodes folded into an earlier rule (channel shuffle)
         self.reblocked: dict[tuple[int, int], Value] = {}  # (id(value), block) -> value
@@ -376,6 +377,8 @@ class _Rewriter:
                 x.shape) or any(id(v) in {id(o) for o in self.g.outputs}
                                 for v in (mid, t[0].outputs[0])):
             return False
+        if any(placed_elsewhere(m, self.target) for m in (t[0], r[0])):
+            return False  # another device runs part of the shuffle
         xb, b = self.blocked[id(x)]
         y = _emit(self.g, "channel_shuffle", [xb], {"groups": gr}, r[0].name)
         self.blocked[id(r[0].outputs[0])] = (y, b)
@@ -465,6 +468,9 @@ class _Rewriter:
             done = False
             if id(n) in self.skip:
                 continue
+            if placed_elsewhere(n, self.target):  # another device runs it: leave it NCHW
+                self.keep(n)
+                continue
             if n.op == "conv2d":
                 done = self.conv(n)
             elif n.op in _POOLS:
@@ -494,8 +500,8 @@ class _Rewriter:
 def convert_layout_nchwc(g: Graph, target: Any = None, winograd: Any = None) -> Graph:
     """The pass (see the module docstring). `winograd(node, x_shape, w_shape, attrs, ib, ob,
     lanes)` may return a builder that emits a Winograd convolution instead of the direct one."""
-    g = split_dilated_bands(rewrite_conv_transpose(g))
-    return _Rewriter(g, _lanes(target), winograd).run()
+    g = split_dilated_bands(rewrite_conv_transpose(g, target), target)
+    return _Rewriter(g, _lanes(target), winograd, target).run()
 
 
 def count_layout_transforms(g: Graph) -> int:

@@ -5,13 +5,18 @@ value is live from the group that writes it to the last group that reads it; whe
 run, the storages of values whose last reader it was become free. A new value takes the free
 storage of the best fit (the smallest one that is large enough, else the largest one, grown),
 or a new storage. Graph inputs, outputs and constants keep their own memory. The parts of a
-zero-copy concat share their root's storage (`concat_views.py`).
+zero-copy concat share their root's storage (`concat_views.py`; parts and root are on one
+device). With `device_of` (a value -> device map), storages hold values of one device only
+(`MemoryPlan.storage_device`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..groups import FusedGroup, MemoryPlan
 from ..ir import Graph, Value
+from ..limits import check_total_bytes
 from .concat_views import concat_views
 
 ALIGN = 64  # bytes; storages are rounded up so every view starts aligned
@@ -21,10 +26,12 @@ def _round(n: int) -> int:
     return max(ALIGN, (n + ALIGN - 1) // ALIGN * ALIGN)
 
 
-def plan_memory(g: Graph, groups: list[FusedGroup], reuse: bool = True) -> MemoryPlan:
+def plan_memory(g: Graph, groups: list[FusedGroup], reuse: bool = True,
+                device_of: Callable[[Value], str] | None = None) -> MemoryPlan:
     """Storages for the intermediate values of `groups` (run in this order). The parts of a
     zero-copy concat (groups with `view`) live in their root's storage at their offsets; that
-    storage is live from the first part written to the last read of any of them."""
+    storage is live from the first part written to the last read of any of them. With
+    `device_of`, one set of storages per device."""
     external = {id(v) for v in g.inputs} | {id(v) for v in g.outputs}
     cv = concat_views(g)
     views = {id(grp.master) for grp in groups if grp.view}
@@ -42,15 +49,20 @@ def plan_memory(g: Graph, groups: list[FusedGroup], reuse: bool = True) -> Memor
     plan = MemoryPlan(concat_copy_bytes=cv.copy_bytes if views else sum(
         n.outputs[0].nbytes for n in g.nodes if n.op == "concat"),
         concat_view_bytes=cv.view_bytes if views else 0)
-    free: list[int] = []  # storage ids
+    free: dict[str, list[int]] = {}  # storage ids by device
+    where = device_of or (lambda v: "")
     for i, grp in enumerate(groups):
         for v in grp.outputs:
             if v.is_const or id(v) in external:
                 continue
             r = home(v)
             if r not in plan.storage_of:
-                plan.storage_of[r] = _take(plan, free, _round(r.nbytes)) if reuse else _new(
-                    plan, _round(r.nbytes))
+                dev = where(r)
+                plan.storage_of[r] = _take(plan, free.setdefault(dev, []), _round(r.nbytes)) \
+                    if reuse else _new(plan, _round(r.nbytes))
+                if device_of is not None:
+                    while len(plan.storage_device) < len(plan.storage_bytes):
+                        plan.storage_device.append(dev)
             if r is not v:
                 plan.storage_of[v] = plan.storage_of[r]
                 plan.offset_of[v] = placement[id(v)][1]
@@ -59,13 +71,13 @@ def plan_memory(g: Graph, groups: list[FusedGroup], reuse: bool = True) -> Memor
         dead = [r for r in homes.values() if r in plan.storage_of and (
             last_use.get(id(r)) == i or (id(r) not in last_use and not grp.view))]
         for r in dead:
-            if plan.storage_of[r] not in free:
-                free.append(plan.storage_of[r])
+            pool = free.setdefault(where(r), [])
+            if plan.storage_of[r] not in pool:
+                pool.append(plan.storage_of[r])
+    io = sum(v.nbytes for v in (*g.inputs, *g.outputs) if not v.is_const)
+    check_total_bytes(plan.planned_bytes + io, f"graph {g.name!r}: its intermediate buffers "
+                      f"({plan.planned_bytes} bytes planned) with its inputs and outputs")
     return plan
-
-
-def _planned_inputs(plan: MemoryPlan, grp: FusedGroup) -> list[Value]:
-    return [v for v in grp.inputs if v in plan.storage_of]
 
 
 def _new(plan: MemoryPlan, size: int) -> int:

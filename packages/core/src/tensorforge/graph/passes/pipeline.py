@@ -21,6 +21,7 @@ from .fuse_merge import split_shared_reshapes
 from .index_ranges import annotate_index_ranges
 from .layout import layout_transform, run_plugin_passes
 from .narrow import legalize_narrow_types
+from .placement import place
 from .reshapes import sink_row_reshapes
 from .simplify import (
     copy_graph,
@@ -28,6 +29,7 @@ from .simplify import (
     eliminate_dead_code,
     infer_types,
     sink_reshape_past_bias,
+    split_wide_nodes,
 )
 
 GraphPass = Callable[[Graph], Graph]
@@ -49,8 +51,11 @@ def run_graph_passes(g: Graph, passes: Iterable[tuple[str, GraphPass]]) -> Graph
     return run_named_passes(g, passes, GraphPassContext.current())
 
 
-def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[str, GraphPass]]:
-    """The pipeline, in order. opt-level 0 only checks types and drops dead nodes."""
+def default_graph_passes(target: Any = None, opt_level: int = 3, host: Any = None
+                         ) -> list[tuple[str, GraphPass]]:
+    """The pipeline, in order. opt-level 0 only checks types, decodes narrow types and drops
+    dead nodes (and, for a device target, places them). `host` runs what a device target
+    cannot."""
     passes: list[tuple[str, GraphPass]] = [("infer_types", infer_types),
                                            ("legalize_narrow_types", legalize_narrow_types)]
     if opt_level >= 1:
@@ -66,7 +71,10 @@ def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[s
             ("sink_row_reshapes", sink_row_reshapes),
         ]
     if opt_level >= 2:
-        passes.append(("layout_transform", partial(layout_transform, target=target)))
+        passes.append(("layout_transform", partial(layout_transform, target=target,
+                                                   host=host)))
+    elif target is not None and target.kind.device_type != "cpu":
+        passes.append(("place", partial(place, target=target, host=host)))
     if opt_level >= 1:
         # one packing of a weight used by many nodes (an unrolled LSTM's recurrent matrix:
         # one layout_transform per step until merged, 35 packed copies that evict each other)
@@ -75,6 +83,7 @@ def default_graph_passes(target: Any = None, opt_level: int = 3) -> list[tuple[s
     if opt_level >= 1:
         passes.append(("split_shared_reshapes", split_shared_reshapes))
     passes += [("eliminate_dead_code", eliminate_dead_code),
+               ("split_wide_nodes", split_wide_nodes),
                ("annotate_index_ranges", annotate_index_ranges),
                ("infer_types_final", infer_types)]
     return passes
@@ -84,6 +93,6 @@ PASS_NAMES = tuple(name for name, _ in default_graph_passes())
 GraphPassContext.NAMES = PASS_NAMES
 
 
-def optimize(g: Graph, target: Any = None, opt_level: int = 3) -> Graph:
+def optimize(g: Graph, target: Any = None, opt_level: int = 3, host: Any = None) -> Graph:
     """A copy of `g` after the graph pipeline (the input graph is not modified)."""
-    return run_graph_passes(copy_graph(g), default_graph_passes(target, opt_level))
+    return run_graph_passes(copy_graph(g), default_graph_passes(target, opt_level, host))

@@ -172,3 +172,36 @@ def sink_reshape_past_bias(g: Graph) -> Graph:
         nodes += [add, reshape]
     g.nodes = nodes
     return g
+
+
+#: Kernel arguments are passed one per buffer through ctypes (at most 1024 arguments); nodes
+#: reading more values than this are split (see `split_wide_nodes`) and fusion stops adding
+#: to a group that would read more (`fuse.MAX_GROUP_ARGS`).
+MAX_NODE_INPUTS = 128
+
+
+def split_wide_nodes(g: Graph) -> Graph:
+    """A concat of more than `MAX_NODE_INPUTS` values becomes a tree of concats (each a
+    kernel with a bounded argument list): an ONNX Concat of thousands of tensors would
+    otherwise be one kernel with thousands of parameters."""
+    nodes: list[Node] = []
+    for n in g.nodes:
+        if n.op != "concat" or len(n.inputs) <= MAX_NODE_INPUTS:
+            nodes.append(n)
+            continue
+        parts = list(n.inputs)
+        while len(parts) > MAX_NODE_INPUTS:
+            merged = []
+            for k in range(0, len(parts), MAX_NODE_INPUTS):
+                chunk = parts[k:k + MAX_NODE_INPUTS]
+                if len(chunk) == 1:
+                    merged.append(chunk[0])
+                    continue
+                part = make_node(g, "concat", chunk, dict(n.attrs), f"{n.name}_part")
+                nodes.append(part)
+                merged.append(part.outputs[0])
+            parts = merged
+        n.inputs = parts
+        nodes.append(n)
+    g.nodes = nodes
+    return g

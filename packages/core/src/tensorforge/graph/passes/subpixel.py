@@ -42,11 +42,14 @@ def _ok(n: Node) -> bool:
             and s[0] == s[1] and len(n.inputs[0].shape) == 4)
 
 
-def rewrite_conv_transpose(g: Graph) -> Graph:
-    """Rewrite every eligible `conv2d_transpose` of `g` (see the module docstring)."""
+def rewrite_conv_transpose(g: Graph, target: Any = None) -> Graph:
+    """Rewrite every eligible `conv2d_transpose` of `g` (see the module docstring), except
+    those placed on another target than `target`."""
+    from .placement import placed_elsewhere
+
     old, g.nodes = g.nodes, []
     for n in old:
-        if not (_ok(n) and _rewrite(g, n)):
+        if placed_elsewhere(n, target) or not (_ok(n) and _rewrite(g, n)):
             g.nodes.append(n)
     return g
 

@@ -3,6 +3,9 @@
 Root stages iterate their whole domain. A stage attached with `compute_at` iterates only the
 region its consumers read inside the attach loop: consumer loops outside the attach point are
 fixed (they stay symbolic in the region), the loops inside it are relaxed to their full range.
+Memory scope widens that region on GPUs: loops above the attach point bound to threads that
+share the stage's buffer are relaxed too (`shared`: `threadIdx.*`; `global`: `blockIdx.*` as
+well; `local`: none; see `tir.thread_scope`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ...expr import construct as _c
 from ...schedule import Fuse, Schedule, ScheduleError, Split, Stage
 from ...schedule.relations import Rebase
 from ...te.tensor import IterVar, Tensor
+from ..thread_scope import default_scope, relaxes
 
 
 @dataclass
@@ -89,6 +93,37 @@ def propagate_ranges(stage: Stage, sb: StageBounds, ana: Analyzer) -> None:
             off = const(0)
         sb.root_value[iv] = ana.simplify(_c.add(r[iv].min, off))
     sb.predicates = preds
+
+
+def bound_tag(stage: Stage, iv: IterVar) -> str:
+    """The thread tag `iv` of `stage` is bound to ("" when it is a plain loop)."""
+    attr = stage.iter_var_attrs.get(iv)
+    if attr is None or attr.kind != "bind" or attr.bind_thread is None:
+        return ""
+    return attr.bind_thread.thread_tag
+
+
+def enclosing_loops(stage: Stage) -> list[tuple[Stage, IterVar]]:
+    """The loops around an attached stage's nest, innermost first: its consumer's leaves up
+    to the attach point, then that consumer's own enclosing loops, and so on."""
+    out: list[tuple[Stage, IterVar]] = []
+    st = stage
+    while st.attach_type == "scope" and st.attach_stage is not None:
+        parent, ivar = st.attach_stage, st.attach_ivar
+        pos = parent.leaf_iter_vars.index(ivar)  # type: ignore[arg-type]
+        out += [(parent, iv) for iv in reversed(parent.leaf_iter_vars[: pos + 1])]
+        st = parent
+    return out
+
+
+def effective_scope(stage: Stage) -> str:
+    """The stage's memory scope: `set_scope`'s, else the default for where it is attached
+    (`local` under `threadIdx` loops, `shared` under `blockIdx` loops, else `global`)."""
+    if stage.scope:
+        return stage.scope
+    if stage.attach_type != "scope":
+        return "global"
+    return default_scope([bound_tag(s, iv) for s, iv in enclosing_loops(stage)])
 
 
 class _Loads(ExprVisitor):
@@ -169,6 +204,9 @@ def _needed_region(sch: Schedule, st: Stage, bodies: dict[Stage, tuple[PrimExpr,
     parent, ivar = st.attach_stage, st.attach_ivar
     assert parent is not None and ivar is not None
     outs = {st.op.output(i) for i in range(st.op.num_outputs)}
+    scope = effective_scope(st)
+    shared_by = [(owner, iv) for owner, iv in enclosing_loops(st)
+                 if relaxes(scope, bound_tag(owner, iv))]
     lo: list[PrimExpr | None] = [None] * len(st.op.output(0).shape)
     hi: list[PrimExpr | None] = [None] * len(lo)
     for reader in sch.stages:
@@ -184,6 +222,8 @@ def _needed_region(sch: Schedule, st: Stage, bodies: dict[Stage, tuple[PrimExpr,
         leaf_dom: dict[Var, IntervalSet] = {}
         for owner, iv in relaxed:
             leaf_dom[iv.var] = _leaf_extent_set(done[owner], iv)
+        for owner_stage, iv in shared_by:  # threads that fill the buffer together
+            leaf_dom[iv.var] = _leaf_extent_set(done[owner_stage], iv)
         root_dom: dict[Var, IntervalSet] = {}
         for iv, val in rb.root_value.items():
             root_dom[iv.var] = eval_interval(val, leaf_dom)

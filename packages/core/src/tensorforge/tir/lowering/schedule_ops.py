@@ -8,8 +8,10 @@ from typing import Any
 
 from ...arith import Analyzer
 from ...expr import (
+    EQ,
     Buffer,
     BufferLoad,
+    Call,
     ExprMutator,
     IntImm,
     PrimExpr,
@@ -27,6 +29,7 @@ from ..stmt import (
     Allocate,
     AttrStmt,
     BufferStore,
+    Evaluate,
     For,
     IfThenElse,
     LetStmt,
@@ -34,7 +37,8 @@ from ..stmt import (
     Stmt,
     seq,
 )
-from .bound import StageBounds, infer_bounds
+from ..thread_scope import is_launch_tag
+from .bound import StageBounds, bound_tag, effective_scope, infer_bounds
 
 _FOR_KIND = {"vectorize": "vectorized", "unroll": "unrolled", "parallel": "parallel",
              "bind": "thread_binding"}
@@ -164,7 +168,7 @@ class _Lowering:
                         "arguments must be computed at root"
                     )
                 continue
-            scope = st.scope or "global"
+            scope = effective_scope(st)
             buf = Buffer(t.name, shape, t.dtype, scope)
             if st.align_specs:
                 dims = list(op.axis)  # type: ignore[attr-defined]
@@ -199,6 +203,9 @@ class _Lowering:
         reduce_leaf = {iv.var for iv in leaves if iv.kind == REDUCE}
         p = next(i for i, iv in enumerate(leaves) if iv.kind == REDUCE)
         red: Reduce = bodies[0]  # type: ignore[assignment]
+        if any(iv.kind == REDUCE and is_launch_tag(bound_tag(st, iv)) for iv in leaves):
+            body = self._cross_thread_reduce(st, leaves[p:], red, out_idx_t, outs, reduce_leaf)
+            return self._loops(st, leaves[:p], body)
         init_vals = red.init if red.init else red.combiner.identity
         dp_preds = [c for c in sb.predicates if not uses_var(c, lambda v: v in reduce_leaf)]
         init = seq(*[BufferStore(b, v, out_idx_t) for b, v in zip(outs, init_vals)])
@@ -220,6 +227,59 @@ class _Lowering:
         update = self._guard(update, sb.predicates)
         update_nest = self._loops(st, leaves[p:], update)
         return self._loops(st, leaves[:p], seq(init_nest, update_nest))
+
+    def _cross_thread_reduce(self, st: Stage, leaves: Sequence[IterVar], red: Reduce,
+                             out_idx: tuple[PrimExpr, ...], outs: list[Buffer],
+                             reduce_leaf: set[Var]) -> Stmt:
+        """A reduction axis bound to GPU threads: each thread folds its share into a local
+        accumulator, `tir.thread_allreduce` combines the accumulators of the bound threads
+        (lowered to a shared-memory tree or warp shuffles by `lower_thread_allreduce`), and
+        the first thread stores the result. The thread-bound loops go outermost: they are
+        not loops on the device, so their position does not change the computation."""
+        sb = self.bounds[st]
+        bound = [iv for iv in leaves if iv.kind == REDUCE and is_launch_tag(bound_tag(st, iv))]
+        serial = [iv for iv in leaves if iv not in bound]
+        if any(iv.kind != REDUCE for iv in serial):
+            names = ", ".join(iv.name for iv in serial if iv.kind != REDUCE)
+            raise ScheduleError(
+                f"stage {st.name}: a reduction bound to GPU threads must be the innermost "
+                f"part of the nest, but data-parallel axes {names} follow the first reduction "
+                "axis; reorder them before it")
+        accs = [Buffer(f"{b.name}.red", (1,), b.dtype, "local") for b in outs]
+        zero = (const(0),)
+        acc_loads = tuple(BufferLoad(a, zero) for a in accs)
+        new = red.combiner.combine(acc_loads, red.source)
+        update = self._store_all(accs, new, zero)
+        cond = red.condition
+        if not (isinstance(cond, IntImm) and cond.value):
+            update = IfThenElse(cond, update)
+        update = self._guard(update, sb.predicates)
+        init = seq(*[BufferStore(a, v, zero) for a, v in zip(accs, red.combiner.identity)])
+        call = Call("int32", "tir.thread_allreduce", acc_loads + tuple(iv.var for iv in bound))
+        allreduce = AttrStmt(red.combiner, "reduce_scope", const(0), Evaluate(call))
+        result = red.combiner.combine(tuple(red.init), acc_loads) if red.init else acc_loads
+        head = _c.cmp(EQ, bound[0].var, 0)
+        for iv in bound[1:]:
+            head = _c.logical_and(head, _c.cmp(EQ, iv.var, 0))
+        dp_preds = [c for c in sb.predicates if not uses_var(c, lambda v: v in reduce_leaf)]
+        store = self._guard(self._store_all(outs, result, out_idx), dp_preds)
+        if any(b.scope != "local" for b in outs):  # one write; a local copy in every thread
+            store = IfThenElse(head, store)
+        body = seq(init, self._loops(st, serial, update), allreduce, store)
+        for a in reversed(accs):
+            body = Allocate(a, body)
+        return self._loops(st, bound, body)
+
+    @staticmethod
+    def _store_all(bufs: Sequence[Buffer], values: Sequence[PrimExpr],
+                   idx: tuple[PrimExpr, ...]) -> Stmt:
+        if len(bufs) == 1:
+            return BufferStore(bufs[0], values[0], idx)
+        tmps = [Var(f"{b.name}_v{i}", b.dtype) for i, b in enumerate(bufs)]
+        out: Stmt = seq(*[BufferStore(b, t, idx) for b, t in zip(bufs, tmps)])
+        for t, v in reversed(list(zip(tmps, values))):
+            out = LetStmt(t, v, out)
+        return out
 
     def _tensorized_nest(self, st: Stage, t_pos: int, bodies: list[PrimExpr],
                          out_idx: tuple[PrimExpr, ...], outs: list[Buffer]) -> Stmt:
@@ -266,7 +326,8 @@ class _Lowering:
             if attr is not None and attr.kind == "bind":
                 tag = attr.bind_thread.thread_tag  # type: ignore[union-attr]
             ext = sb.ranges[iv].extent
-            body = For(iv.var, const(0), ext, kind, body, tag)
+            notes = (("stage", st.name),) if tag else ()
+            body = For(iv.var, const(0), ext, kind, body, tag, notes)
             if attr is not None:
                 for key, val in reversed(attr.pragmas):
                     body = AttrStmt(iv.var, f"pragma_{key}", val, body)

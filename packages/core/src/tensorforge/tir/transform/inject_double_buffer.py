@@ -10,6 +10,11 @@ becomes
 
     buf = allocate(2 * S); fill slot 0 (k = min)
     for k: {if k + 1 < end: fill slot (k + 1 - min) % 2 (for k + 1); use slot (k - min) % 2}
+
+Several buffers attached at the same loop and filled together (a matmul's two tiles) are
+doubled together: the fill is the statements up to the last one writing any of them.
+On a GPU, `thread_sync` then puts one barrier between the fill of the next slot and the use of
+the current one, and one at the end of the iteration.
 """
 
 from __future__ import annotations
@@ -51,6 +56,18 @@ def _writes(s: Stmt, buf: Buffer) -> bool:
         s, lambda n: isinstance(n, BufferStore)))
 
 
+def _chain(s: Stmt) -> tuple[list[Allocate], Stmt]:
+    """The double-buffered allocations at the top of a loop body, and what they enclose:
+    `attr [a] double_buffer_scope; a = allocate(..)` repeated (several tiles filled together,
+    like a matmul's A and B tiles)."""
+    allocs: list[Allocate] = []
+    while isinstance(s, AttrStmt) and s.key == "double_buffer_scope" and isinstance(
+            s.body, Allocate):
+        allocs.append(s.body)
+        s = s.body.body
+    return allocs, s
+
+
 class _DoubleBuffer(ExprMutator):
     def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
         body = self.visit(s.body)
@@ -59,36 +76,39 @@ class _DoubleBuffer(ExprMutator):
         return s if body is s.body else AttrStmt(s.node, s.key, s.value, body)
 
     def visit_For(self, s: For) -> Stmt:
-        b = s.body
-        if not (isinstance(b, AttrStmt) and b.key == "double_buffer_scope"
-                and isinstance(b.body, Allocate) and isinstance(s.extent, IntImm)
-                and s.extent.value >= 2):
+        allocs, inner = _chain(s.body)
+        if not allocs or not isinstance(s.extent, IntImm) or s.extent.value < 2:
             return super().generic_visit(s)
-        alloc = b.body
-        buf = alloc.buffer
-        stmts = list(alloc.body.seq) if isinstance(alloc.body, SeqStmt) else [alloc.body]
-        last_fill = max((i for i, x in enumerate(stmts) if _writes(x, buf)), default=-1)
+        bufs = [a.buffer for a in allocs]
+        stmts = list(inner.seq) if isinstance(inner, SeqStmt) else [inner]
+        last_fill = max((i for i, x in enumerate(stmts) if any(_writes(x, b) for b in bufs)),
+                        default=-1)
         fill, use = stmts[: last_fill + 1], stmts[last_fill + 1 :]
-        if not fill or not use or any(_writes(x, buf) for x in use) or len(buf.shape) != 1:
+        if (not fill or not use or any(_writes(x, b) for x in use for b in bufs)
+                or any(len(b.shape) != 1 for b in bufs)):
             return super().generic_visit(s)
-        size = buf.shape[0]
-        new = Buffer(buf.name, (_c.mul(size, 2),), buf.dtype, buf.scope, data=buf.data,
-                     data_alignment=buf.data_alignment)
         k = s.loop_var
         end = _c.add(s.min, s.extent)
-        fill_s = seq(*fill)
-        use_s = seq(*use)
-        prologue = _Slot(buf, new, IntImm(0, k.dtype)).visit(substitute(fill_s, {k: s.min}))
         nxt = _c.add(k, 1)
-        slot_next = _c.mul(_c.floormod(_c.sub(nxt, s.min), 2), size)
-        slot_now = _c.mul(_c.floormod(_c.sub(k, s.min), 2), size)
-        fill_next = _Slot(buf, new, slot_next).visit(substitute(fill_s, {k: nxt}))
-        body = seq(
-            IfThenElse(_c.cmp(LT, nxt, end), self.visit(fill_next)),
-            self.visit(_Slot(buf, new, slot_now).visit(use_s)),
-        )
-        loop = For(k, s.min, s.extent, s.kind, body, s.thread_tag, s.annotations)
-        return Allocate(new, seq(self.visit(prologue), loop))
+        fill_s, use_s = seq(*fill), seq(*use)
+        prologue = substitute(fill_s, {k: s.min})
+        fill_next = substitute(fill_s, {k: nxt})
+        news = []
+        for b in bufs:
+            size = b.shape[0]
+            new = Buffer(b.name, (_c.mul(size, 2),), b.dtype, b.scope, data=b.data,
+                         data_alignment=b.data_alignment)
+            news.append(new)
+            prologue = _Slot(b, new, IntImm(0, k.dtype)).visit(prologue)
+            fill_next = _Slot(b, new, _c.mul(_c.floormod(_c.sub(nxt, s.min), 2), size)
+                              ).visit(fill_next)
+            use_s = _Slot(b, new, _c.mul(_c.floormod(_c.sub(k, s.min), 2), size)).visit(use_s)
+        body = seq(IfThenElse(_c.cmp(LT, nxt, end), self.visit(fill_next)), self.visit(use_s))
+        out: Stmt = seq(self.visit(prologue),
+                        For(k, s.min, s.extent, s.kind, body, s.thread_tag, s.annotations))
+        for new in reversed(news):
+            out = Allocate(new, out)
+        return out
 
 
 def inject_double_buffer(func: PrimFunc) -> PrimFunc:

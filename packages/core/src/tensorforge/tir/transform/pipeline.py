@@ -30,6 +30,12 @@ def run_passes(func: PrimFunc, passes: Iterable[tuple[str, Pass]]) -> PrimFunc:
     return run_named_passes(func, passes, PassContext.current())
 
 
+def is_gpu(target: Any) -> bool:
+    """GPU passes run for targets whose kind lists the key "gpu" (a vendor's GPU plugin
+    gets them by listing it too)."""
+    return "gpu" in (getattr(getattr(target, "kind", None), "keys", ()) or ())
+
+
 def plugin_passes(target: Any, stage: str) -> list[tuple[str, Pass]]:
     """The passes plugins registered for `target` at a `tir.*` stage, highest priority first
     (none without a target)."""
@@ -41,11 +47,15 @@ def plugin_passes(target: Any, stage: str) -> list[tuple[str, Pass]]:
 
 
 def default_passes(target: Any = None) -> list[tuple[str, Pass]]:
-    """The lowering pipeline, in order; thread_sync only for targets with shared memory;
-    plugins add passes at the `tir.*` stages."""
+    """The lowering pipeline, in order. GPU targets add thread-binding lowering, cross-thread
+    reduction, barriers and the verifier; plugins add passes at the `tir.*` stages."""
+    from functools import partial
+
     from .inject_double_buffer import inject_double_buffer
     from .inject_virtual_thread import inject_virtual_thread
     from .loop_partition import loop_partition
+    from .lower_allreduce import lower_thread_allreduce
+    from .lower_thread_binding import lower_thread_bindings
     from .remove_noop import remove_noop
     from .simplify import simplify
     from .storage_flatten import storage_flatten
@@ -53,13 +63,23 @@ def default_passes(target: Any = None) -> list[tuple[str, Pass]]:
     from .thread_sync import thread_sync
     from .unroll import unroll
     from .vectorize import vectorize
+    from .verify_gpu import verify_gpu
 
-    passes: list[tuple[str, Pass]] = [
+    gpu = is_gpu(target)
+    opts = getattr(target, "options", None) or {}
+    warp = int(opts.get("thread-warp-size", 1) or 1)
+
+    def only_gpu(*named: tuple[str, Pass]) -> list[tuple[str, Pass]]:
+        return list(named) if gpu else []
+
+    return [
         *plugin_passes(target, "tir.after_lower"),
         ("storage_flatten", storage_flatten),
         *plugin_passes(target, "tir.after_flatten"),
         ("inject_virtual_thread", inject_virtual_thread),
         ("inject_double_buffer", inject_double_buffer),
+        *only_gpu(("lower_thread_bindings", lower_thread_bindings),
+                  ("lower_thread_allreduce", partial(lower_thread_allreduce, warp_size=warp))),
         ("simplify", simplify),
         ("loop_partition", loop_partition),
         ("simplify_after_partition", simplify),
@@ -67,14 +87,13 @@ def default_passes(target: Any = None) -> list[tuple[str, Pass]]:
         ("unroll", unroll),
         ("simplify_after_unroll", simplify),
         ("storage_rewrite", storage_rewrite),
+        *only_gpu(("thread_sync", thread_sync)),
+        ("remove_noop", remove_noop),
+        *only_gpu(("verify_gpu", partial(verify_gpu, target=target))),
+        *plugin_passes(target, "tir.before_codegen"),
     ]
-    device = getattr(getattr(target, "kind", None), "device_type", "cpu")
-    if device in ("cuda", "opencl", "metal", "gpu"):
-        passes.append(("thread_sync", thread_sync))
-    passes.append(("remove_noop", remove_noop))
-    passes += plugin_passes(target, "tir.before_codegen")
-    return passes
 
 
-PASS_NAMES = tuple(name for name, _ in default_passes()) + ("thread_sync",)
+PASS_NAMES = tuple(name for name, _ in default_passes()) + (
+    "lower_thread_bindings", "lower_thread_allreduce", "thread_sync", "verify_gpu")
 PassContext.NAMES = PASS_NAMES
