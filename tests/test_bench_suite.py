@@ -90,6 +90,12 @@ def test_torch_baseline_computes_the_onnx_models():
         m, x = models.build(name), models.example_inputs(name)
         for a, b in zip(torch_model_runner(m, x)(), ort_runner(m, 1, x)()):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    small = {"layers": 1, "d": 32, "heads": 2, "hidden": 64}
+    for name, cfg in (("bert", {"vocab": 50, "seq": 8}), ("gpt2", {"vocab": 50, "seq": 8}),
+                      ("vit_b_16", {"image": 32})):  # the transformers' ops too
+        m, x = models.build(name, **small, **cfg), models.example_inputs(name, **small, **cfg)
+        for a, b in zip(torch_model_runner(m, x)(), ort_runner(m, 1, x)()):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * np.abs(b).max())
 
 
 @pytest.mark.slow
@@ -132,3 +138,19 @@ def test_exported_family_is_measured_like_a_zoo_model(installed_plugins, monkeyp
     monkeypatch.setenv("TENSORFORGE_MODEL_CACHE", str(tmp_path / "none"))
     with pytest.raises(Exception, match="export_torchvision"):
         families.load("regnet_x_400mf")
+
+
+def test_tforge_bench_transformers_selects_the_zoo_transformers(monkeypatch, capsys):
+    """`--transformers` adds BERT-like, GPT-2-like and ViT-B/16 (measured like any zoo
+    model, `suite.measure_model`); a name that is neither a model nor a family is refused."""
+    import tensorforge.bench as bench
+    from tensorforge import cli
+
+    seen = []
+    monkeypatch.setattr(bench, "run", lambda cfg, log: seen.append(cfg) or {"regressions": []})
+    assert cli.main(["bench", "--transformers", "--models", "dqn", "--no-ops"]) == 0
+    assert seen[0].models == ("dqn", "bert", "gpt2", "vit_b_16")
+    assert cli.main(["bench", "--models", "gpt2", "--no-ops"]) == 0
+    assert seen[1].models == ("gpt2",)
+    assert cli.main(["bench", "--models", "gpt3", "--no-ops"]) != 0
+    assert "unknown model(s) ['gpt3']" in capsys.readouterr().err

@@ -155,6 +155,51 @@ def test_dense_packed(llvm_target, m, k, n) -> None:
            {"dense_packed": 1})
 
 
+def test_dense_padded_last_panel_has_no_guard_in_the_main_tiles(llvm_target) -> None:
+    """205 columns in panels of 16: the row tiles stay apart from the panels, so loop
+    partition peels the last (zero-padded) panel and no tile tests its columns (fused, every
+    tile's reduction held the test: GPT-2's 50257-column LM head ran 6x slower)."""
+    from tensorforge import te
+    from tensorforge.ops import nn_blocked
+    from tensorforge.target import Target
+    from tensorforge_llvm import strategies
+
+    a = te.placeholder((64, 16), name="a")
+    wp = te.placeholder((13, 16, 16), name="w")
+    out = nn_blocked.dense_packed(a, wp, units=205)
+    s = strategies.schedule_dense_packed([out], Target.coerce("llvm -num-threads=1"))
+    text = str(tensorforge.lower(s, [a, wp, out]))
+    assert "likely" not in text and "if " not in text
+    f = tensorforge.build(s, [a, wp, out], target=Target.coerce("llvm -num-threads=1"))
+    av = RNG.standard_normal((64, 16)).astype("float32")
+    w = RNG.standard_normal((208, 16)).astype("float32")
+    got = np.zeros((64, 205), "float32")
+    f(av, np.ascontiguousarray(w.reshape(13, 16, 16).transpose(0, 2, 1)), got)
+    np.testing.assert_allclose(got, av @ w[:205].T, rtol=1e-5, atol=1e-4)
+
+
+def test_wide_ragged_dense_packs_full_vectors_in_a_panel_count_that_tiles(llvm_target) -> None:
+    """A dense of many columns no block divides (GPT-2's LM head: 50257) packs full-vector
+    panels, padded to a multiple of `RAGGED_PANEL_ROUND`, so its register tile takes several
+    panels (65 panels would allow 1 or 5; 72 allow 8); columns past N are never stored."""
+    from tensorforge.graph.passes.layout_nchwc import RAGGED_PANEL_ROUND, ragged_dense_block
+    from tensorforge_llvm.strategies import _dense_tile, _lanes, register_file
+
+    lanes = _lanes(llvm_target)
+    b = ragged_dense_block(64 * lanes + 1, lanes)
+    assert b == lanes and ragged_dense_block(10, lanes) == max(4, lanes // 2)
+    units, k, m = 64 * lanes + 1, 24, 40
+    g = Graph()
+    x = g.add_input("x", (m, k), "float32")
+    g.outputs = [g.add("relu", g.add("dense", x, g.add_const("w", _w(units, k))))]
+    cm = _check(g, llvm_target, {"x": RNG.standard_normal((m, k)).astype("float32")},
+                {"dense_packed": 1})
+    (wp,) = [a for a in cm.params.values() if a.ndim == 3]
+    assert wp.shape == (72, k, b) and 72 % RAGGED_PANEL_ROUND == 0
+    assert not wp[-7:].any()  # whole zero panels past the 65 the columns need
+    assert _dense_tile(m, 72, 1, register_file(llvm_target))[1] > 2
+
+
 @pytest.mark.parametrize("which", ["conv", "depthwise", "dense"])
 def test_every_knob_setting_is_correct(llvm_target, which: str) -> None:
     """The templates under non-default configs (what the tuner of issue 6 will try)."""

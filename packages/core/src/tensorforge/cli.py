@@ -487,6 +487,9 @@ def add_bench(sub: argparse._SubParsersAction) -> None:
                    help="add the torchvision model families exported to the model cache "
                    "($TENSORFORGE_MODEL_CACHE or benchmarks/.models; see "
                    "benchmarks/export_torchvision.py)")
+    p.add_argument("--transformers", action="store_true",
+                   help="add the zoo's BERT-like, GPT-2-like and ViT-B/16 at full size (also "
+                   "benchmarks/transformers_vs_ort.py: sequence lengths, torch exports)")
     p.add_argument("--threads", help="comma list of thread counts (default 1,2)")
     p.add_argument("--rounds", type=int, help="interleaved rounds per case (default 15)")
     p.add_argument("--no-ops", action="store_true", help="skip the operator level")
@@ -507,26 +510,30 @@ def add_bench(sub: argparse._SubParsersAction) -> None:
 def run_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from tensorforge.bench import ALL_MODELS, BenchConfig, run
+    from tensorforge.bench import ALL_MODELS, TRANSFORMER_MODELS, BenchConfig, run
     from tensorforge.bench import families as fam
 
     def items(text: str | None) -> list[str]:
         return [t.strip() for t in (text or "").split(",") if t.strip()]
 
     models = items(args.models)
+    if args.transformers:
+        models = [m for m in (models or list(ALL_MODELS)) if m != "none"] + [
+            m for m in TRANSFORMER_MODELS if m not in models]
     if args.families:
         if not fam.available():
             raise TensorforgeError(f"--families: no model is exported to {fam.cache_dir()}; "
                                    "run benchmarks/export_torchvision.py (needs torch)")
         models = [m for m in (models or list(ALL_MODELS)) if m != "none"] + list(
             fam.available())
-    unknown = [m for m in models if m not in ALL_MODELS and m != "none"
+    unknown = [m for m in models if m not in ALL_MODELS + TRANSFORMER_MODELS and m != "none"
                and fam.family_path(m) is None]
     bases = items(args.baselines)
     from tensorforge.bench.baselines import BASELINES
 
     if unknown or not set(bases) <= set(BASELINES):
-        raise TensorforgeError(f"unknown model(s) {unknown} (known: {', '.join(ALL_MODELS)})"
+        raise TensorforgeError(f"unknown model(s) {unknown} (known: "
+                               f"{', '.join(ALL_MODELS + TRANSFORMER_MODELS)})"
                                if unknown else f"--baselines {args.baselines!r}: use "
                                f"{', '.join(BASELINES)}")
     try:

@@ -77,6 +77,9 @@ def register_strategies(register, target):
     register(Strategy("dense_packed", "packed", f"{_OPS}:_dense_compute",
                       f"{_S}:schedule_dense_packed", priority=10,
                       description="dense with NK[y]n packed weights"))
+    register(Strategy("attention", "blocked", "tensorforge.graph.ops.attention:_compute",
+                      "tensorforge_llvm.attention:schedule_attention", priority=10,
+                      description="fused attention: key blocks, online-softmax combine"))
     register(Strategy("conv2d_winograd_nchwc", "winograd", f"{_OPS}:_wino_compute",
                       "tensorforge_llvm.winograd:schedule_conv2d_winograd_nchwc", priority=10,
                       description="Winograd F(2x2|4x4, 3x3) in NCHW[x]c, fused epilogue"))

@@ -11,6 +11,6 @@ Modules: `stats` (interleaving, quartiles), `machine`, `fma` (peak kernel), `wor
 PNG, regression check), `runner` (the whole suite). Heavy imports happen on first use.
 """
 
-from .runner import ALL_MODELS, BenchConfig, run
+from .runner import ALL_MODELS, TRANSFORMER_MODELS, BenchConfig, run
 
-__all__ = ["ALL_MODELS", "BenchConfig", "run"]
+__all__ = ["ALL_MODELS", "TRANSFORMER_MODELS", "BenchConfig", "run"]

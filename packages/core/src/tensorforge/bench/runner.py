@@ -11,6 +11,9 @@ from typing import Any
 from .baselines import BASELINES
 
 ALL_MODELS = ("resnet18", "mobilenet_v2", "lstm_lm", "dqn", "dcgan", "squeezenet1_1")
+#: the zoo's transformers at full size (`tforge bench --transformers`; not in the default set:
+#: each compiles in a minute or more and their weights take 0.4-0.6 GB)
+TRANSFORMER_MODELS = ("bert", "gpt2", "vit_b_16")
 QUICK_MODELS = ("dqn",)
 
 

@@ -78,6 +78,9 @@ class TorchOnnxModel:
             return lambda x: [F.linear(x[0], x[1], x[2] if len(x) > 2 else None)]
         if op == "LSTM":
             return self._lstm(node, a)
+        transformer = _transformer_step(op, a, len(node.output))
+        if transformer is not None:
+            return transformer
         simple: dict[str, Step] = {
             "Relu": lambda x: [torch.relu(x[0])],
             "Tanh": lambda x: [torch.tanh(x[0])],
@@ -139,3 +142,47 @@ class TorchOnnxModel:
                 return [env[o].numpy() for o in self.outputs]
 
         return run
+
+
+#: ONNX TensorProto element types -> torch dtype names (the casts the zoo's models make)
+_CAST = {1: "float32", 6: "int32", 7: "int64", 9: "bool", 11: "float64"}
+
+
+def _transformer_step(op: str, a: dict[str, Any], n_out: int) -> Step | None:
+    """The ops the zoo's transformers add (LayerNorm, GELU's pieces, masks, head reshuffles),
+    each the call a PyTorch model makes; None for others."""
+    import torch
+    import torch.nn.functional as F
+
+    def layer_norm(x: list[Any]) -> list[Any]:
+        axis = a.get("axis", -1) % x[0].dim()
+        return [F.layer_norm(x[0], x[0].shape[axis:], x[1], x[2] if len(x) > 2 else None,
+                             a.get("epsilon", 1e-5))]
+
+    def split(x: list[Any]) -> list[Any]:
+        axis = a.get("axis", 0)
+        if len(x) > 1:
+            return list(torch.split(x[0], [int(v) for v in x[1]], axis))
+        n = a.get("num_outputs", n_out)
+        return list(torch.split(x[0], -(-x[0].shape[axis] // n), axis))
+
+    def unsqueeze(x: list[Any]) -> list[Any]:
+        y = x[0]
+        for ax in sorted(int(v) for v in x[1]):
+            y = y.unsqueeze(ax)
+        return [y]
+
+    steps: dict[str, Step] = {
+        "LayerNormalization": layer_norm,
+        "Split": split,
+        "Unsqueeze": unsqueeze,
+        "Sub": lambda x: [x[0] - x[1]],
+        "Div": lambda x: [x[0] / x[1]],
+        "Pow": lambda x: [torch.pow(x[0], x[1])],
+        "Erf": lambda x: [torch.erf(x[0])],
+        "Where": lambda x: [torch.where(x[0], x[1], x[2])],
+        "Transpose": lambda x: [x[0].permute(*a["perm"])],
+        "Cast": lambda x: [x[0].to(getattr(torch, _CAST[a["to"]]))],
+        "Identity": lambda x: [x[0]],
+    }
+    return steps.get(op)

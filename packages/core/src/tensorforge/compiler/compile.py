@@ -175,7 +175,8 @@ def plan(model: Any, target: Any = None, input_shapes: dict[str, Any] | None = N
 
 def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | None = None,
             opt_level: int = 3, tuning_db: Any = None, progress: Any = None,
-            host: Any = None, model_format: str | None = None) -> Any:
+            host: Any = None, model_format: str | None = None,
+            shared_params: dict[Any, np.ndarray] | None = None) -> Any:
     """Compile `model` (a path: a file or a SavedModel directory; an ONNX ModelProto; a Keras
     model; a Graph) for `target`; returns a CompiledModel (`run`, `benchmark`, `export`).
     `model_format` names the frontend when the suffix does not (`"tensorflow"`). opt_level 0
@@ -186,7 +187,20 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     cannot run go to `host` (default: the target's `host` option, else `llvm`): one module per
     device, the placement, fallbacks and copies in `desc["placement"]`. `progress` (a
     `tensorforge.progress.StageProgress`) is told each stage: import, graph passes, lowering
-    N kernels, code generation."""
+    N kernels, code generation.
+
+    A dimension of `input_shapes` given as a bounded name (``{"input_ids": (1, "seq<=512")}``)
+    makes it dynamic: the result is a `DynamicModel` (`compiler.dynamic`) that runs any size
+    within the bounds. `shared_params`: a dict kept across compiles (a `DynamicModel`'s
+    specializations): a constant equal (dtype, shape, bytes) to one in it is that array, not
+    a copy."""
+    from .dynamic import DynamicModel, split_input_shapes
+
+    template, dims = split_input_shapes(input_shapes)
+    if dims:
+        return DynamicModel(model, target, template, dims, opt_level=opt_level,
+                            tuning_db=tuning_db, progress=progress, host=host,
+                            model_format=model_format)
     from ..plugins import get_registry
     from ..runtime.graph_executor import CompiledModel
 
@@ -257,6 +271,8 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     t2 = time.perf_counter()
     p.times.update(lower_s=t1 - t0, build_s=t2 - t1)
     desc, params, derived = describe(p, tgt, how, func_of)
+    if shared_params is not None:
+        params = share_params(params, shared_params)
     desc["opt_level"] = opt_level  # `tforge run --verify` plans the model again with it
     tunings = [tun for _, tun in contexts.values() if tun is not None]
     if tunings:
@@ -270,6 +286,23 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
         for tun in tunings:
             tun.close()
     return CompiledModel(module, desc, params, derived=derived)
+
+
+def share_params(params: dict[str, np.ndarray], pool: dict[Any, np.ndarray]
+                 ) -> dict[str, np.ndarray]:
+    """`params` with each array replaced by an equal one of `pool` (same dtype, shape and
+    bytes: a BLAKE2 digest), which learns the others: compiles of one model at several sizes
+    hold one copy of the weights."""
+    import hashlib
+
+    out = {}
+    for key, arr in params.items():
+        a = np.asarray(arr)
+        if not a.flags.c_contiguous:  # (not ascontiguousarray: it makes a 0-d array 1-d)
+            a = a.copy(order="C")
+        fp = (a.dtype.str, a.shape, hashlib.blake2b(a.reshape(-1).view(np.uint8)).digest())
+        out[key] = pool.setdefault(fp, a)
+    return out
 
 
 def _recipe(v: Value, depth: int = 0) -> Any:

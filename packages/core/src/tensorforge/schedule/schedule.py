@@ -86,7 +86,10 @@ class Schedule:
         outs = {stage.op.output(i) for i in range(stage.op.num_outputs)}
         return [s for s in self.stages if any(t in outs for t in s.op.input_tensors)]
 
-    def _reads_through_inline(self, reader: Stage, producer: Stage) -> bool:
+    def _reads_through_inline(self, reader: Stage, producer: Stage,
+                              transitive: bool = False) -> bool:
+        """Whether `reader` reads `producer` (through inlined stages; with `transitive`,
+        through any stages)."""
         targets = {producer.op.output(i) for i in range(producer.op.num_outputs)}
         todo = [reader]
         seen: set[int] = set()
@@ -99,7 +102,7 @@ class Schedule:
                 if t in targets:
                     return True
                 s2 = self.stage_map.get(t.op)
-                if s2 is not None and s2.attach_type == "inline":
+                if s2 is not None and (transitive or s2.attach_type == "inline"):
                     todo.append(s2)
         return False
 

@@ -161,7 +161,10 @@ class Stage:
             self.leaf_iter_vars[p] = a
 
     def compute_at(self, parent: Stage, ivar: IterVar) -> None:
-        """Compute this stage inside `parent`'s loop `ivar` (only the region needed there)."""
+        """Compute this stage inside `parent`'s loop `ivar` (only the region needed there).
+        `parent` reads it, directly or through other stages; every reader must then run
+        inside that loop: the parent itself, or a stage attached (possibly through a chain of
+        attached stages) at that loop or inside it."""
         if parent is self:
             raise ScheduleError(
                 f"compute_at: stage {self.name} cannot be computed at itself; choose a "
@@ -181,7 +184,9 @@ class Stage:
                 "intermediate stages can be attached to a consumer"
             )
         parent._where(ivar, f"compute_at({self.name} at {parent.name})")
-        if not self.schedule._reads_through_inline(parent, self):
+        # the parent reads the stage, or reads a stage that does: then its readers must be
+        # attached inside the loop too (bound inference checks)
+        if not self.schedule._reads_through_inline(parent, self, transitive=True):
             raise ScheduleError(
                 f"compute_at: stage {parent.name} does not read {self.name}; attach a stage "
                 "to one of its consumers"

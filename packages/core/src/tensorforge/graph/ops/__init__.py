@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     activation,
+    attention,
     conv_nd,
     conv_transpose,
     data,

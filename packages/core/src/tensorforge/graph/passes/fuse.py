@@ -15,7 +15,9 @@ Walking the nodes in order, a node joins the group of the producer of one of its
   * a COMM_REDUCE group takes ELEMWISE/BROADCAST consumers of its output shape;
   * OUT_ELEMWISE_FUSABLE and OPAQUE nodes never join a producer; nothing joins an OPAQUE node.
 
-Then multi-output epilogues (`_merge_epilogues`): the group of a `dense_packed` with few rows
+Then a reshape read by one group joins it, and elementwise groups that together form one
+epilogue of a dense/conv group join it (`fuse_merge.py`: GELU's diamond). Then multi-output
+epilogues (`_merge_epilogues`): the group of a `dense_packed` with few rows
 (a recurrent product h @ W, at most `EPILOGUE_MAX_ROWS`) absorbs the injective groups that read
 its outputs (an LSTM cell's gate split, nonlinearities and state update, then tanh(c) * o)
 when no cycle results: one kernel per step, the product materialized inside it, the cell
@@ -43,6 +45,7 @@ from ..groups import FusedGroup
 from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
 from .concat_views import concat_views
+from .fuse_merge import merge_diamonds, merge_reshape_readers
 from .inline_size import MAX_INLINE_SIZE, input_reads
 
 _EW = OpPattern.BROADCAST
@@ -118,7 +121,7 @@ def fuse_ops(g: Graph, enabled: bool = True,
         pattern = OpPattern.OPAQUE if id(n) in views else opdef.pattern
         joined = None
         if enabled and pattern < OpPattern.OUT_ELEMWISE_FUSABLE:
-            for pos, v in enumerate(n.inputs):
+            for pos, v in _by_producer_class(n, group_of):
                 p = v.producer
                 if v.is_const or p is None or id(v) in graph_outputs:
                     continue
@@ -145,8 +148,23 @@ def fuse_ops(g: Graph, enabled: bool = True,
             if src is not None and src is not joined:
                 joined.deps.add(src)
     if enabled:
+        if device_of is None:  # (a heterogeneous model's groups keep to their device)
+            merge_reshape_readers(g, groups, group_of, views)
+            merge_diamonds(g, groups, group_of)
         groups = _merge_epilogues(g, groups, group_of, device_of)
     return _finish(g, groups, consumers, graph_outputs, views)
+
+
+def _by_producer_class(n: Node, group_of: dict[int, _Group]) -> list[tuple[int, Value]]:
+    """n's inputs in order, except that one from a group that is a lone reshape goes last: a
+    residual add joins the product's epilogue rather than the reshape of its other operand
+    (which then joins the add's group as an inlined read, `fuse_merge`)."""
+    def rank(item: tuple[int, Value]) -> int:
+        p = item[1].producer
+        grp = group_of.get(id(p)) if p is not None else None
+        return 1 if grp is not None and [m.op for m in grp.nodes] == ["reshape"] else 0
+
+    return sorted(enumerate(n.inputs), key=rank)
 
 
 def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group],

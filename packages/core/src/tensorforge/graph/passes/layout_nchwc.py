@@ -108,6 +108,19 @@ def dense_block(n: int, lanes: int) -> int | None:
     return None
 
 
+#: a wide dense whose columns no block divides packs its weight in a panel count that is a
+#: multiple of this (zero panels, never stored), so a register tile of up to 8 panels divides
+#: it: 50257 columns are 3142 panels of 16 (2 x 1571: tiles of 1 or 2 panels only)
+RAGGED_PANEL_ROUND = 8
+
+
+def ragged_dense_block(units: int, lanes: int) -> int:
+    """The panel width of a dense whose columns no block divides: a full vector once there
+    are 8 vectors of columns or more (the padding is then under an eighth), else half a
+    vector (a classifier of 10 pads 6 columns, not 22)."""
+    return lanes if units >= 8 * lanes else max(4, lanes // 2)
+
+
 def _live_taps(size: int, out: int, k: int, stride: int, dil: int, pad: int) -> list[int]:
     """Taps of one spatial axis that read the input (not only padding) for some output."""
     return [r for r in range(k) if any(0 <= o * stride + r * dil - pad < size
@@ -430,8 +443,11 @@ class _Rewriter:
         b = dense_block(units, self.lanes)
         attrs: dict[str, Any] = {}
         if b is None:  # a classifier of 10: the last panel zero-padded, packed here
-            b = max(4, self.lanes // 2)
-            wpad = np.zeros((-(-units // b) * b, ins[1].shape[1]), ins[1].dtype)
+            b = ragged_dense_block(units, self.lanes)
+            panels = -(-units // b)
+            if panels >= RAGGED_PANEL_ROUND * 8:  # (GPT-2's LM head: 50257 columns)
+                panels = -(-panels // RAGGED_PANEL_ROUND) * RAGGED_PANEL_ROUND
+            wpad = np.zeros((panels * b, ins[1].shape[1]), ins[1].dtype)
             wpad[:units] = ins[1].const
             wp = self.g.add_const(f"{ins[1].name}_packed", np.ascontiguousarray(
                 wpad.reshape(-1, b, wpad.shape[1]).transpose(0, 2, 1)))

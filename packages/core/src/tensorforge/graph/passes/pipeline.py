@@ -15,11 +15,14 @@ from typing import Any, TextIO
 from ...pass_infra import PassSwitches, run_named_passes
 from ..ir import Graph
 from .activations import combine_swish
+from .attention import fuse_attention
 from .fold import fold_batch_norm, fold_constants
+from .fuse_merge import split_shared_reshapes
 from .index_ranges import annotate_index_ranges
 from .layout import layout_transform, run_plugin_passes
 from .narrow import legalize_narrow_types
 from .placement import place
+from .reshapes import sink_row_reshapes
 from .simplify import (
     copy_graph,
     eliminate_common_subexpr,
@@ -64,6 +67,8 @@ def default_graph_passes(target: Any = None, opt_level: int = 3, host: Any = Non
             ("combine_swish", combine_swish),
             ("eliminate_common_subexpr", eliminate_common_subexpr),
             ("sink_reshape_past_bias", sink_reshape_past_bias),
+            ("fuse_attention", fuse_attention),
+            ("sink_row_reshapes", sink_row_reshapes),
         ]
     if opt_level >= 2:
         passes.append(("layout_transform", partial(layout_transform, target=target,
@@ -75,6 +80,8 @@ def default_graph_passes(target: Any = None, opt_level: int = 3, host: Any = Non
         # one layout_transform per step until merged, 35 packed copies that evict each other)
         passes += [("eliminate_common_subexpr_after_layout", eliminate_common_subexpr),
                    ("fold_constants_after_layout", fold_constants)]
+    if opt_level >= 1:
+        passes.append(("split_shared_reshapes", split_shared_reshapes))
     passes += [("eliminate_dead_code", eliminate_dead_code),
                ("split_wide_nodes", split_wide_nodes),
                ("annotate_index_ranges", annotate_index_ranges),

@@ -172,6 +172,33 @@ def _leaf_extent_set(sb: StageBounds, iv: IterVar) -> IntervalSet:
     return IntervalSet(const(0), _c.sub(sb.ranges[iv].extent, 1))
 
 
+def _relaxed_loops(st: Stage, reader: Stage, parent: Stage, ivar: IterVar
+                   ) -> list[tuple[Stage, IterVar]]:
+    """The loops that run inside one iteration of `parent`'s loop `ivar` around `reader`'s
+    reads, with their stages: the parent's loops inside `ivar` (the parent itself reading),
+    or all loops of the reader and of every stage it is attached through (a chain of
+    compute_at ending at `parent` at `ivar` or inside it) plus the parent's loops between."""
+    pos = parent.leaf_iter_vars.index(ivar)
+    if reader is parent:
+        return [(parent, iv) for iv in parent.leaf_iter_vars[pos + 1:]]
+    chain = [reader]
+    while chain[-1].attach_type == "scope" and chain[-1].attach_stage is not parent:
+        chain.append(chain[-1].attach_stage)  # type: ignore[arg-type]
+        if len(chain) > 64:
+            break
+    last = chain[-1]
+    if last.attach_type != "scope" or last.attach_stage is not parent or \
+            parent.leaf_iter_vars.index(last.attach_ivar) < pos:  # type: ignore[arg-type]
+        raise ScheduleError(
+            f"compute_at: stage {st.name} is attached at {parent.name}.{ivar.name} but is "
+            f"also read by stage {reader.name} outside that loop; compute it at root or "
+            f"inline it"
+        )
+    relaxed = [(c, iv) for c in chain for iv in c.leaf_iter_vars]
+    end = parent.leaf_iter_vars.index(last.attach_ivar) + 1  # type: ignore[arg-type]
+    return relaxed + [(parent, iv) for iv in parent.leaf_iter_vars[pos + 1:end]]
+
+
 def _needed_region(sch: Schedule, st: Stage, bodies: dict[Stage, tuple[PrimExpr, ...]],
                    done: dict[Stage, StageBounds], ana: Analyzer) -> list[Range]:
     parent, ivar = st.attach_stage, st.attach_ivar
@@ -190,29 +217,11 @@ def _needed_region(sch: Schedule, st: Stage, bodies: dict[Stage, tuple[PrimExpr,
             finder.visit(b)
         if not finder.loads:
             continue
-        if reader is parent:
-            pos = parent.leaf_iter_vars.index(ivar)
-            relaxed = parent.leaf_iter_vars[pos + 1 :]
-        elif reader.attach_type == "scope" and reader.attach_stage is parent and (
-            parent.leaf_iter_vars.index(reader.attach_ivar)  # type: ignore[arg-type]
-            >= parent.leaf_iter_vars.index(ivar)
-        ):
-            relaxed = list(reader.leaf_iter_vars)
-            pos = parent.leaf_iter_vars.index(ivar)
-            relaxed += parent.leaf_iter_vars[pos + 1 : parent.leaf_iter_vars.index(
-                reader.attach_ivar) + 1]  # type: ignore[arg-type]
-        else:
-            raise ScheduleError(
-                f"compute_at: stage {st.name} is attached at {parent.name}.{ivar.name} but is "
-                f"also read by stage {reader.name} outside that loop; compute it at root or "
-                f"inline it"
-            )
+        relaxed = _relaxed_loops(st, reader, parent, ivar)
         rb = done[reader]
-        pb = done[parent]
         leaf_dom: dict[Var, IntervalSet] = {}
-        for iv in relaxed:
-            owner = rb if iv in rb.ranges else pb
-            leaf_dom[iv.var] = _leaf_extent_set(owner, iv)
+        for owner, iv in relaxed:
+            leaf_dom[iv.var] = _leaf_extent_set(done[owner], iv)
         for owner_stage, iv in shared_by:  # threads that fill the buffer together
             leaf_dom[iv.var] = _leaf_extent_set(done[owner_stage], iv)
         root_dom: dict[Var, IntervalSet] = {}
