@@ -112,3 +112,20 @@ def test_diamond_that_leaves_two_outputs_is_not_merged() -> None:
     g.outputs = [g.add("mul", y, a), a]  # exp's result is also an output
     groups = _ops(fuse_ops(g))
     assert ["dense", "exp", "mul"] not in groups and ["dense"] in groups
+
+
+def test_diamond_merges_stay_within_the_group_size_limit() -> None:
+    """A long chain of diamonds after a product (each step reads its input twice) stops
+    growing one group at `MAX_FUSED_NODES`: the loop-IR passes recurse through a kernel's
+    expressions, and a chain of thousands overflowed the stack before the limit."""
+    from tensorforge.graph.passes.fuse import MAX_FUSED_NODES
+
+    g = Graph()
+    x = g.add_input("x", (4, 8), "float32")
+    y = g.add("dense", x, g.add_const("w", rand(8, 8)))
+    for _ in range(3 * MAX_FUSED_NODES):
+        y = g.add("mul", y, g.add("exp", y))
+    g.outputs = [y]
+    groups = fuse_ops(g)
+    assert max(len(grp.nodes) for grp in groups) <= MAX_FUSED_NODES
+    assert len(groups) >= 6

@@ -150,7 +150,7 @@ def fuse_ops(g: Graph, enabled: bool = True,
     if enabled:
         if device_of is None:  # (a heterogeneous model's groups keep to their device)
             merge_reshape_readers(g, groups, group_of, views)
-            merge_diamonds(g, groups, group_of)
+            merge_diamonds(g, groups, group_of, MAX_FUSED_NODES)
         groups = _merge_epilogues(g, groups, group_of, device_of)
     return _finish(g, groups, consumers, graph_outputs, views)
 

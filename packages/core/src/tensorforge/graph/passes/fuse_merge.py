@@ -60,8 +60,11 @@ def merge_reshape_readers(g: Graph, groups: list[Any], group_of: dict[int, Any],
         _absorb(group_of[id(rs[0])], grp, groups, group_of, order)
 
 
-def merge_diamonds(g: Graph, groups: list[Any], group_of: dict[int, Any]) -> None:
-    """The second merge (module docstring); in place."""
+def merge_diamonds(g: Graph, groups: list[Any], group_of: dict[int, Any],
+                   max_nodes: int) -> None:
+    """The second merge (module docstring); in place. A merged group holds at most
+    `max_nodes` nodes (`fuse.MAX_FUSED_NODES`: the loop-IR passes recurse through a
+    kernel's expressions)."""
     order = {id(n): i for i, n in enumerate(g.nodes)}
     readers = _readers(g)
     outputs = {id(v) for v in g.outputs}
@@ -91,6 +94,8 @@ def merge_diamonds(g: Graph, groups: list[Any], group_of: dict[int, Any]) -> Non
             members = {id(n) for n in grp.nodes}
             for c in cands.values():
                 members |= {id(n) for n in c.nodes}
+            if len(members) > max_nodes:
+                break
             nodes = [n for n in g.nodes if id(n) in members]
             if len(external_outputs(members, nodes)) != 1:
                 break
