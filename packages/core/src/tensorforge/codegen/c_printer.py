@@ -380,7 +380,7 @@ class _KernelPrinter:
         tmp = self.fresh("v")  # scatter: one store per lane
         self.emit(f"const {self.ctype(s.value.dtype)} {tmp} = {_strip(self.expr(s.value))};")
         for k in range(lanes):
-            lane = f"{tmp}{self.d.lane_access.format(lane=k)}"
+            lane = f"{tmp}{self.d.lane(k)}"
             i = self.lane_index(idx, k)
             if half:
                 self.emit(self.d.half_store.format(value=lane, offset=i, ptr=ptr) + ";")
@@ -407,7 +407,7 @@ class _KernelPrinter:
             return _strip(self.expr(self.ana.simplify(idx.base + idx.stride * k)))
         if isinstance(idx, Broadcast):
             return _strip(self.expr(idx.value))
-        return f"{self.expr(idx)}{self.d.lane_access.format(lane=k)}"
+        return f"{self.expr(idx)}{self.d.lane(k)}"
 
     # expressions ---------------------------------------------------------------------------
     def expr(self, e: PrimExpr) -> str:
@@ -558,6 +558,10 @@ class _KernelPrinter:
             return f"({self.expr(c)} ? {self.expr(t)} : {self.expr(f)})"
         if op == "runtime_check":
             return self.runtime_check(e)
+        if op == "address_of":  # of an element: a pointer operand of an intrinsic call
+            ld = e.args[0]
+            ptr = self.name(ld.buffer.data, ld.buffer.name)
+            return f"(&{ptr}[{_strip(self.expr(ld.indices[0]))}])"
         if op in ("tir.shuffle_down", "tir.shuffle_idx"):
             tmpl = self.d.shuffle_down if op == "tir.shuffle_down" else self.d.shuffle_idx
             if tmpl is None:
@@ -589,7 +593,8 @@ class _KernelPrinter:
         if tmpl is None:
             raise CodegenError(f"{self.d.name} has no spelling for {op}({dtype}); add it to "
                                "the dialect's math table")
-        return tmpl.format(*[_strip(self.expr(a)) for a in args], type=self.ctype(dtype))
+        ctype = self.ctype(dtype) if "{type}" in tmpl else ""
+        return tmpl.format(*[_strip(self.expr(a)) for a in args], type=ctype)
 
 
 def _contiguous(idx: PrimExpr) -> bool:
@@ -610,6 +615,6 @@ def _strip(text: str) -> str:
 
 
 def _written(body: Stmt) -> set[Var]:
-    from ..expr import post_order_collect
+    from .features import written_data
 
-    return {s.buffer.data for s in post_order_collect(body, lambda n: isinstance(n, BufferStore))}
+    return written_data(body)
