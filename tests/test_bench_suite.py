@@ -109,3 +109,26 @@ def test_busy_machine_is_flagged():
                                 "loadavg_end": (1.0, 0, 0)}).startswith("**Warning")
     assert report.busy_warning({"usable_cpus": 2, "loadavg_start": (0.5, 0, 0),
                                 "loadavg_end": (1.9, 0, 0)}) is None
+
+
+def test_exported_family_is_measured_like_a_zoo_model(installed_plugins, monkeypatch,
+                                                      tmp_path):
+    """`tforge bench --families` reads the model cache; a family runs against ONNX Runtime
+    (a reduced RegNet stands in for the full one) and the report closes with the geomean."""
+    import shutil
+    from pathlib import Path
+
+    from tensorforge.bench import families, suite
+
+    src = Path(__file__).parent / "data" / "families" / "regnet_tiny.onnx"
+    shutil.copy(src, tmp_path / "regnet_x_400mf.onnx")
+    monkeypatch.setenv("TENSORFORGE_MODEL_CACHE", str(tmp_path))
+    assert families.available() == ("regnet_x_400mf",)
+    row = suite.measure_model("regnet_x_400mf", 1, rounds=2, which=("ort",), min_sample_s=0.0)
+    assert row["correct"] is True and row["ratio_ort"][1] > 0
+    doc = {"rows": [row], "config": {}, "machine": {}, "created": "now"}
+    assert "geometric mean" in report.markdown(doc, [], "")
+    assert report.geomean([2.0, 0.5]) == pytest.approx(1.0)
+    monkeypatch.setenv("TENSORFORGE_MODEL_CACHE", str(tmp_path / "none"))
+    with pytest.raises(Exception, match="export_torchvision"):
+        families.load("regnet_x_400mf")

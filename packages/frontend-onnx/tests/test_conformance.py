@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tensorforge_onnx import conformance as conf
-from tensorforge_onnx.conformance_cases import CASES, NOT_APPLICABLE, build
+from tensorforge_onnx.conformance_cases import CASES, NOT_APPLICABLE, PENDING, build
 
 _PARAMS = [pytest.param(c, dt, id=f"{c.name}-{dt}") for c in CASES for dt in c.dtypes]
 
@@ -24,7 +24,7 @@ def onnx_llvm(llvm_target: Any, plugins: Any) -> None:
 def test_every_converted_op_has_a_case() -> None:
     from tensorforge_onnx.dispatch import table
 
-    covered = {c.op for c in CASES} | set(NOT_APPLICABLE)
+    covered = {c.op for c in CASES} | set(NOT_APPLICABLE) | PENDING
     missing = sorted(set(table()) - covered)
     assert not missing, f"ops converted without a conformance case: {missing}"
 
@@ -34,7 +34,8 @@ def test_notes_name_known_departures() -> None:
 
     for c in CASES:
         for tag in ("ORT_NAN_ORDER", "ORT_POW_DOUBLE", "ORT_DIV_TRAP", "ORT_ZERO_SIGN",
-                    "ORT_INT_OVERFLOW", "ORT_SOFTMAX_INF"):
+                    "ORT_INT_OVERFLOW", "ORT_SOFTMAX_INF", "ORT_SIGN_NAN", "ORT_GELU",
+                    "ORT_SHRINK_FLOAT"):
             if tag in c.note:
                 assert tag in (cc.__doc__ or ""), f"{c.name}: {tag} is not documented"
         if not c.zero_sign or c.no_nan or c.mask is not None:

@@ -104,17 +104,16 @@ def test_op_version_out_of_range() -> None:
 
 
 def test_unsupported_attribute_values() -> None:
-    m = model([node("Resize", ["x", "", "s"], ["y"], mode="cubic")], {"x": rand(1, 1, 2, 2)},
-              ["y"], {"s": np.array([1, 1, 2, 2], "float32")}, opset=13)
-    with pytest.raises(UnsupportedAttributeError, match="mode='cubic'.*nearest and linear"):
+    m = model([node("Dropout", ["x", "r", "t"], ["y"])], {"x": rand(3, 2)}, ["y"],
+              {"r": np.array(0.5, "float32"), "t": np.array(True)}, opset=13)
+    with pytest.raises(UnsupportedAttributeError, match="training_mode=True"):
         load(m)
-    m = model([node("MaxPool", ["x"], ["y", "idx"], kernel_shape=[2, 2])],
-              {"x": rand(1, 1, 4, 4)}, ["y", "idx"])
-    with pytest.raises(UnsupportedAttributeError, match="Indices output"):
+    m = model([node("LpNormalization", ["x"], ["y"], p=3)], {"x": rand(2, 3)}, ["y"])
+    with pytest.raises(UnsupportedAttributeError, match="p=3"):
         load(m)
-    m = model([node("Conv", ["x", "w"], ["y"])], {"x": rand(1, 1, 3, 3, 3)}, ["y"],
-              {"w": rand(1, 1, 2, 2, 2)})
-    with pytest.raises(UnsupportedAttributeError, match="3-D spatial input"):
+    m = model([node("GridSample", ["x", "g"], ["y"], padding_mode="mirror")],
+              {"x": rand(1, 1, 3, 3), "g": rand(1, 2, 2, 2)}, ["y"], opset=16)
+    with pytest.raises(UnsupportedAttributeError, match="padding_mode='mirror'"):
         load(m)
 
 

@@ -100,6 +100,10 @@ def test_default_rule() -> None:
     assert default_tile(256, 256, 3, 3) == 2         # 1 tile of 4x4, 4 tiles of 2x2
     assert default_tile(512, 512, 2, 2) == 0         # weight-bound: direct
     assert choose_tile("off", 64, 64, 56, 56) == 0 and choose_tile("2", 8, 8, 4, 4) == 2
+    # Intel Xeon (issue 15): F(4,3) from 28x28, F(2,3) at 14x14 and 7x7
+    assert [default_tile(c, c, s, s, cpu="sapphirerapids") for c, s in
+            [(64, 56), (128, 28), (256, 14), (512, 7), (512, 2)]] == [4, 4, 2, 2, 0]
+    assert default_tile(256, 256, 14, 14, cpu="znver4") == 4
 
 
 @pytest.mark.slow

@@ -467,6 +467,10 @@ def add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true",
                    help="one workload per op kind and the DQN, 1 thread, 5 rounds")
     p.add_argument("--models", help="comma list of models (default: all six; 'none': no models)")
+    p.add_argument("--families", action="store_true",
+                   help="add the torchvision model families exported to the model cache "
+                   "($TENSORFORGE_MODEL_CACHE or benchmarks/.models; see "
+                   "benchmarks/export_torchvision.py)")
     p.add_argument("--threads", help="comma list of thread counts (default 1,2)")
     p.add_argument("--rounds", type=int, help="interleaved rounds per case (default 15)")
     p.add_argument("--no-ops", action="store_true", help="skip the operator level")
@@ -486,12 +490,20 @@ def run_bench(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from tensorforge.bench import ALL_MODELS, BenchConfig, run
+    from tensorforge.bench import families as fam
 
     def items(text: str | None) -> list[str]:
         return [t.strip() for t in (text or "").split(",") if t.strip()]
 
     models = items(args.models)
-    unknown = [m for m in models if m not in ALL_MODELS and m != "none"]
+    if args.families:
+        if not fam.available():
+            raise TensorforgeError(f"--families: no model is exported to {fam.cache_dir()}; "
+                                   "run benchmarks/export_torchvision.py (needs torch)")
+        models = [m for m in (models or list(ALL_MODELS)) if m != "none"] + list(
+            fam.available())
+    unknown = [m for m in models if m not in ALL_MODELS and m != "none"
+               and fam.family_path(m) is None]
     bases = items(args.baselines)
     if unknown or not set(bases) <= {"ort", "torch"}:
         raise TensorforgeError(f"unknown model(s) {unknown} (known: {', '.join(ALL_MODELS)})"

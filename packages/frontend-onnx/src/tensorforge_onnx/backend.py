@@ -14,26 +14,44 @@ from onnx.backend.base import Backend, BackendRep
 
 from tensorforge.graph import Graph
 
-from .errors import DynamicShapeError
+from .errors import DynamicShapeError, OnnxImportError
 from .frontend import load
 
 #: the target node tests compile for; one thread keeps CI's two cores for pytest itself
 TARGET = "llvm -num-threads=1"
 
 
-def _execute(graph: Graph, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
-    """Compile `graph` for the CPU and run the generated kernels on named inputs."""
+def _compile(graph: Graph) -> Any:
+    """Compile `graph` for the CPU (generated kernels; numpy only moves the inputs in)."""
     import tensorforge
 
-    return tensorforge.compile(graph, target=TARGET).run(dict(inputs))
+    return tensorforge.compile(graph, target=TARGET)
+
+
+#: ops whose output depends on the shape of their input only, not on its values
+_SHAPE_ONLY = {"Shape", "Size"}
+#: operands that only size or place the result, or select the op's mode (Dropout's ratio
+#: and training_mode): a specialized input may feed these
+_SHAPE_OPERANDS: dict[str, set[int]] = {
+    "Dropout": {1, 2},
+    "Reshape": {1}, "Expand": {1}, "Tile": {1}, "ConstantOfShape": {0}, "Slice": {1, 2, 3, 4},
+    "Pad": {1, 3}, "Resize": {1, 2, 3}, "Upsample": {1}, "Squeeze": {1}, "Unsqueeze": {1},
+    "Split": {1}, "TopK": {1}, "OneHot": {1}, "CenterCropPad": {1}, "Range": {1},
+    "CumSum": {1}, "CumProd": {1}, "Col2Im": {1, 2}, "DFT": {1, 2}, "STFT": {1, 3},
+    "AffineGrid": {1}, "MaxUnpool": {2}, "ReduceSum": {1}, "ReduceMean": {1},
+    "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1}, "ReduceL1": {1}, "ReduceL2": {1},
+    "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceSumSquare": {1},
+}
 
 
 class TensorforgeRep(BackendRep):
     """A converted model; `run` takes inputs in the order of the model's inputs.
 
     A model whose shapes depend on input values (a Reshape's shape fed as an input, as ONNX's
-    node tests do) or on symbolic dims is converted at `run`, with the actual input shapes
-    and its integer inputs frozen to their values (cached per distinct value)."""
+    node tests do) or on symbolic dims is converted at `run` with the actual input shapes,
+    and the inputs that shapes depend on *specialized*: they stay inputs of the compiled
+    model (its kernels read them), and import also knows their values, so one compiled model
+    is cached per distinct value of those inputs (a JIT specializing on shape arguments)."""
 
     def __init__(self, model: onnx.ModelProto, graph: Graph | None, **options: Any):
         self.model = model
@@ -41,30 +59,67 @@ class TensorforgeRep(BackendRep):
         self.options = options
         inits = {t.name for t in model.graph.initializer}
         self.input_names = [i.name for i in model.graph.input if i.name not in inits]
-        self._cache: dict[Any, Graph] = {}
+        self._specialized: set[str] = set()
+        self._cache: dict[Any, Any] = {}
 
-    def _graph_for(self, feed: dict[str, np.ndarray]) -> Graph:
+    def _key(self, feed: dict[str, np.ndarray]) -> Any:
         if self.graph is not None:
-            return self.graph
-        key = tuple(sorted((k, v.shape, v.dtype.str, v.tobytes()) for k, v in feed.items()))
-        if key in self._cache:
-            return self._cache[key]
-        frozen: dict[str, np.ndarray] = {}
+            return "static"
+        return tuple(sorted((k, v.shape, v.dtype.str,
+                             v.tobytes() if k in self._specialized else b"")
+                            for k, v in feed.items()))
+
+    def _compiled_for(self, feed: dict[str, np.ndarray]) -> Any:
+        key = self._key(feed)
+        if key not in self._cache:
+            graph = self.graph if self.graph is not None else self._convert(feed)
+            key = self._key(feed)  # converting may have learned which inputs to specialize
+            if key not in self._cache:
+                self._cache[key] = _compile(graph)
+        return self._cache[key]
+
+    def _convert(self, feed: dict[str, np.ndarray]) -> Graph:
         while True:
-            shapes = {k: v.shape for k, v in feed.items() if k not in frozen}
+            spec = {n: feed[n] for n in self._specialized}
+            shapes = {k: v.shape for k, v in feed.items() if k not in spec}
             try:
-                g = load(self.model, shapes, constant_inputs=frozen, **self.options)
-                break
+                g = load(self.model, shapes, specialize=spec, **self.options)
+                self._check_not_folded(g)
+                return g
             except DynamicShapeError as e:
-                need = [n for n in self._input_ancestors(e.value_name) if n not in frozen]
+                need = [n for n in self._input_ancestors(e.value_name)
+                        if n not in self._specialized]
                 if not need:
                     raise
-                frozen.update({n: feed[n] for n in need})
-        self._cache[key] = g
-        return g
+                self._specialized.update(need)
+
+    def _check_not_folded(self, g: Graph) -> None:
+        """Inputs stay inputs: an output that import computed (a constant) must not depend
+        on the values of a specialized input other than through shape operands; that would
+        be the answer folded from the data, not computed by the kernels."""
+        producer = {o: n for n in self.model.graph.node for o in n.output}
+        for out, v in zip(self.model.graph.output, g.outputs):
+            if not v.is_const:
+                continue
+            stack, seen = [out.name], set()
+            while stack:
+                name = stack.pop()
+                if name in seen:
+                    continue
+                seen.add(name)
+                if name in self._specialized:
+                    raise OnnxImportError(
+                        f"output {out.name!r} would be folded at import from the value of "
+                        f"input {name!r} (specialized for the shapes it decides); the "
+                        "kernels must compute it. This is a frontend bug: report it.")
+                n = producer.get(name)
+                if n is None or n.op_type in _SHAPE_ONLY:
+                    continue
+                skip = _SHAPE_OPERANDS.get(n.op_type, set())
+                stack.extend(x for i, x in enumerate(n.input) if x and i not in skip)
 
     def _input_ancestors(self, name: str | None) -> list[str]:
-        """The model inputs that `name` is computed from."""
+        """The model inputs whose values `name` is computed from."""
         producer = {o: n for n in self.model.graph.node for o in n.output}
         out, stack, seen = [], [name], set()
         while stack:
@@ -74,7 +129,7 @@ class TensorforgeRep(BackendRep):
             seen.add(v)
             if v in self.input_names:
                 out.append(v)
-            elif v in producer:
+            elif v in producer and producer[v].op_type not in _SHAPE_ONLY:
                 stack.extend(producer[v].input)
         return out
 
@@ -85,8 +140,8 @@ class TensorforgeRep(BackendRep):
             if isinstance(inputs, np.ndarray):
                 inputs = [inputs]
             feed = {n: np.asarray(a) for n, a in zip(self.input_names, inputs)}
-        g = self._graph_for(feed)
-        outs = _execute(g, {v.name: feed[v.name] for v in g.inputs})
+        cm = self._compiled_for(feed)
+        outs = cm.run({i["name"]: feed[i["name"]] for i in cm.input_specs})
         return tuple(np.asarray(o) for o in outs)
 
 

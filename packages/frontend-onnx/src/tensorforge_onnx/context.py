@@ -1,6 +1,11 @@
 """The conversion context: ONNX value names to graph values, attribute access, and `emit`,
 which appends a graph node or, when every input is a constant, folds it at import with the
-op's numpy reference (so Shape -> Gather -> Concat -> Reshape chains become static)."""
+op's numpy reference (so Shape -> Gather -> Concat -> Reshape chains become static).
+
+A *specialized* input (`load(..., specialize={name: array})`) stays a graph input computed on
+at run time, but its value is also known at import: shape arguments computed from it (a
+Reshape's shape fed as an input) are read from `Context.known`, the way a JIT specializes on
+shape arguments. Nodes that only compute such shapes become dead code."""
 
 from __future__ import annotations
 
@@ -42,6 +47,9 @@ class Context:
         self.node: onnx.NodeProto | None = None
         self.op_version = opset  # since_version of the current node's schema
         self.fresh: set[int] = set()  # ids of values created while converting self.node
+        self.known: dict[int, np.ndarray] = {}  # run-time values whose value import knows
+        # values of data-dependent size: id -> (the int64 count value, axis); see `sized`
+        self.sized: dict[int, tuple[Value, int]] = {}
 
     # access ------------------------------------------------------------------------------
     def has(self, node: onnx.NodeProto, i: int) -> bool:
@@ -52,10 +60,13 @@ class Context:
         return self.values[node.input[i]] if self.has(node, i) else None
 
     def const(self, node: onnx.NodeProto, i: int, what: str = "") -> np.ndarray | None:
-        """Input i as a numpy array; it must be known at import (a constant or folded)."""
+        """Input i as a numpy array; it must be known at import (a constant, folded, or
+        computed from specialized inputs)."""
         v = self.get(node, i)
         if v is None:
             return None
+        if id(v) in self.known:
+            return self.known[id(v)]
         if not v.is_const:
             raise DynamicShapeError(
                 f"{node_label(node)} in {self.model_label} takes its {what or f'input {i}'} "
@@ -106,7 +117,22 @@ class Context:
                     for r, (shape, dt) in zip(res, types)]
         outs = self.g.add_node(op, inputs, attrs, name=self._name(op))
         self.fresh.update(id(v) for v in outs)
+        if inputs and all(v.is_const or id(v) in self.known for v in inputs):
+            vals = get_op(op).reference([v.const if v.is_const else self.known[id(v)]
+                                         for v in inputs], attrs)
+            for o, r in zip(outs, vals):
+                self.known[id(o)] = np.asarray(r).astype(o.dtype).reshape(o.shape)
         return outs
+
+    def mark_sized(self, v: Value, count: Value, axis: int) -> Value:
+        """`v` holds a bound of a data-dependent size (NonZero ...) of which the first
+        `count` entries along `axis` are the result; it may only be a model output."""
+        self.sized[id(v)] = (count, axis)
+        return v
+
+    def value_of(self, v: Value) -> np.ndarray | None:
+        """The value of `v` if import knows it (constant or specialized), else None."""
+        return v.const if v.is_const else self.known.get(id(v))
 
     def emit(self, op: str, *inputs: Value, **attrs: Any) -> Value:
         return self.emit_multi(op, list(inputs), attrs)[0]

@@ -8,6 +8,7 @@ import numpy as np
 import onnx
 
 from tensorforge.graph import Value
+from tensorforge.graph.narrow_types import is_narrow
 
 from .context import Context, f32, np_dtype
 from .dispatch import converter
@@ -137,26 +138,38 @@ def where(ctx: Context, node: Node) -> list[Value]:
     return [ctx.emit("where", ctx.get(node, 0), ctx.get(node, 1), ctx.get(node, 2))]
 
 
-@converter("Cast", versions=(6, 25))
+@converter("Cast", versions=(6, 28))
 def cast(ctx: Context, node: Node) -> list[Value]:
     to = ctx.attrs(node)["to"]
     try:
         dtype = np_dtype(to)
     except (KeyError, TypeError, ValueError):
         dtype = "?"
-    if dtype in ("object", "?") or np.dtype(dtype).kind not in "biuf":
+    if dtype in ("object", "?") or (not is_narrow(dtype) and np.dtype(dtype).kind not in
+                                     "biuf"):
         raise ctx.fail(node, f"a cast to {onnx.TensorProto.DataType.Name(to)}",
                        "only numeric and bool tensors are supported")
-    return [ctx.emit("cast", ctx.get(node, 0), to=dtype)]
+    return [ctx.emit("cast", ctx.get(node, 0), **_cast_attrs(ctx, node, dtype))]
 
 
-@converter("CastLike", versions=(15, 25))
+def _cast_attrs(ctx: Context, node: Node, to: str) -> dict[str, Any]:
+    at = ctx.attrs(node)
+    out: dict[str, Any] = {"to": to}
+    if is_narrow(to):  # how a narrow float type rounds and saturates (Cast-19+)
+        out["saturate"] = bool(at.get("saturate", 1))
+        out["round_mode"] = str(at.get("round_mode", "nearest"))
+    return out
+
+
+@converter("CastLike", versions=(15, 28))
 def cast_like(ctx: Context, node: Node) -> list[Value]:
-    return [ctx.emit("cast", ctx.get(node, 0), to=ctx.get(node, 1).dtype)]
+    to = ctx.get(node, 1).dtype
+    return [ctx.emit("cast", ctx.get(node, 0), **_cast_attrs(ctx, node, to))]
 
 
 # reductions -------------------------------------------------------------------------------
 _REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
+           "ReduceProd": "prod",
            "ReduceSumSquare": "sum", "ReduceL1": "sum", "ReduceL2": "sum",
            "ReduceLogSum": "sum", "ReduceLogSumExp": "sum"}
 
@@ -197,7 +210,7 @@ def _int_reduce(ctx: Context, node: Node, x: Value) -> Value:
     return ctx.emit("cast", r, to=x.dtype, saturate=True)
 
 
-@converter(*_REDUCE, versions=(1, 20))
+@converter(*_REDUCE, versions=(1, 28))
 def reduce(ctx: Context, node: Node) -> list[Value]:
     x = ctx.get(node, 0)
     if np.dtype(x.dtype).kind in "iu" and node.op_type not in ("ReduceMax", "ReduceMin"):
@@ -240,3 +253,26 @@ def _reduce_float(ctx: Context, node: Node, x: Value) -> Value:
     elif op == "ReduceLogSum":
         out = ctx.emit("log", out)
     return out
+
+
+@converter("Einsum", versions=(12, 28))
+def einsum(ctx: Context, node: Node) -> list[Value]:
+    vals = [ctx.get(node, i) for i in range(len(node.input))]
+    eq = str(ctx.attrs(node)["equation"]).replace(" ", "")
+    lhs, _, rhs = eq.partition("->")
+    subs = lhs.split(",")
+    if len(subs) != len(vals):
+        raise ctx.fail(node, f"equation {eq!r} for {len(vals)} operands")
+    # `...` becomes capital letters, one per broadcast dim, aligned from the right
+    ell = max((len(v.shape) - len(s.replace("...", "")) for s, v in zip(subs, vals)
+               if "..." in s), default=0)
+    caps = "".join(chr(ord("A") + k) for k in range(ell))
+    subs = [s.replace("...", caps[ell - (len(v.shape) - len(s.replace("...", ""))):])
+            for s, v in zip(subs, vals)]
+    if _ == "":  # implicit output: the letters seen once, sorted, after the ellipsis dims
+        counts = {ch: sum(s.count(ch) for s in subs) for ch in set("".join(subs))}
+        rhs = caps + "".join(sorted(ch for ch, n in counts.items() if n == 1 and
+                                    ch not in caps))
+    else:
+        rhs = rhs.replace("...", caps)
+    return [ctx.emit_multi("einsum", vals, {"inputs": tuple(subs), "output": rhs})[0]]

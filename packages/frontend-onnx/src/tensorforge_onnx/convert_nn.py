@@ -68,6 +68,8 @@ def _lower(ctx: Context, y: Value, nd: int) -> Value:
 @converter("Conv", versions=(1, 22))
 def conv(ctx: Context, node: Node) -> list[Value]:
     x, w, b = ctx.get(node, 0), ctx.get(node, 1), ctx.get(node, 2)
+    if len(x.shape) > 4:
+        return [_conv_nd(ctx, node, x, w, b)]
     nd = _spatial(ctx, node, x)
     at = ctx.attrs(node)
     kernel = list(at.get("kernel_shape", w.shape[2:]))
@@ -81,10 +83,23 @@ def conv(ctx: Context, node: Node) -> list[Value]:
     return [_lower(ctx, y, nd)]
 
 
+def _conv_nd(ctx: Context, node: Node, x: Value, w: Value, b: Value | None) -> Value:
+    """3-D (and higher) convolutions: the direct N-D op."""
+    at = ctx.attrs(node)
+    nd = len(x.shape) - 2
+    kernel = list(at.get("kernel_shape", w.shape[2:]))
+    strides = list(at.get("strides", [1] * nd))
+    dil = list(at.get("dilations", [1] * nd))
+    pads = _pads(ctx, node, at, list(x.shape[2:]), kernel, strides, dil)
+    return ctx.emit_multi("conv_nd", [x, w] + ([b] if b is not None else []), {
+        "strides": tuple(strides), "dilations": tuple(dil), "pads": tuple(pads),
+        "groups": int(at.get("group", 1))})[0]
+
+
 @converter("ConvTranspose", versions=(1, 22))
 def conv_transpose(ctx: Context, node: Node) -> list[Value]:
     x, w, b = ctx.get(node, 0), ctx.get(node, 1), ctx.get(node, 2)
-    nd = _spatial(ctx, node, x)
+    nd = len(x.shape) - 2 if len(x.shape) > 4 else _spatial(ctx, node, x)
     at = ctx.attrs(node)
     g = int(at.get("group", 1))
     kernel = list(at.get("kernel_shape", w.shape[2:]))
@@ -115,43 +130,16 @@ def conv_transpose(ctx: Context, node: Node) -> list[Value]:
         pads = [0] * (2 * nd)
     else:
         pads = [int(p) for p in at.get("pads", [0] * (2 * nd))]
+    if nd > 2:
+        return [ctx.emit_multi("conv_transpose_nd", [x, w] + ([b] if b is not None else []), {
+            "strides": tuple(strides), "dilations": tuple(dil), "pads": tuple(pads),
+            "output_padding": tuple(opad), "groups": g})[0]]
     ins = [_lift(ctx, x, nd), _lift(ctx, w, nd)] + ([b] if b is not None else [])
     y = ctx.emit_multi("conv2d_transpose", ins, {
         "strides": tuple(_to2d(strides, nd, 1)), "dilations": tuple(_to2d(dil, nd, 1)),
         "pads": _pads4(pads, nd), "output_padding": tuple(_to2d(opad, nd, 0)),
         "groups": g})[0]
     return [_lower(ctx, y, nd)]
-
-
-def _pool_common(ctx: Context, node: Node) -> tuple[Value, int, dict[str, Any], dict[str, Any]]:
-    x = ctx.get(node, 0)
-    nd = _spatial(ctx, node, x)
-    at = ctx.attrs(node)
-    kernel = list(at["kernel_shape"])
-    strides = list(at.get("strides", [1] * nd))
-    dil = list(at.get("dilations", [1] * nd))
-    if any(d != 1 for d in dil):
-        raise ctx.fail(node, f"dilations={dil}", "pooling supports dilation 1 only")
-    pads = _pads(ctx, node, at, list(x.shape[2:]), kernel, strides, dil)
-    ceil_mode = bool(at.get("ceil_mode", 0))
-    return _lift(ctx, x, nd), nd, at, {
-        "kernel": tuple(_to2d(kernel, nd, 1)), "strides": tuple(_to2d(strides, nd, 1)),
-        "pads": _pads4(pads, nd), "ceil_mode": ceil_mode}
-
-
-@converter("MaxPool", versions=(1, 22))
-def max_pool(ctx: Context, node: Node) -> list[Value]:
-    if len(node.output) > 1 and node.output[1]:
-        raise ctx.fail(node, "the Indices output of MaxPool")
-    x, nd, at, attrs = _pool_common(ctx, node)
-    return [_lower(ctx, ctx.emit_multi("max_pool2d", [x], attrs)[0], nd)]
-
-
-@converter("AveragePool", versions=(1, 22))
-def avg_pool(ctx: Context, node: Node) -> list[Value]:
-    x, nd, at, attrs = _pool_common(ctx, node)
-    attrs["count_include_pad"] = bool(at.get("count_include_pad", 0))
-    return [_lower(ctx, ctx.emit_multi("avg_pool2d", [x], attrs)[0], nd)]
 
 
 @converter("GlobalAveragePool", "GlobalMaxPool", versions=(1, 22))
@@ -233,13 +221,33 @@ def log_softmax(ctx: Context, node: Node) -> list[Value]:
 @converter("BatchNormalization", versions=(7, 15))
 def batch_norm(ctx: Context, node: Node) -> list[Value]:
     at = ctx.attrs(node)
-    if at.get("training_mode", 0) or (len(node.output) > 1 and any(node.output[1:])):
-        raise ctx.fail(node, "training mode (running mean/var outputs)",
+    if at.get("training_mode", 0):
+        return _batch_norm_training(ctx, node, at)
+    if len(node.output) > 1 and any(node.output[1:]):
+        raise ctx.fail(node, "running mean/var outputs without training_mode",
                        "export the model in inference mode (model.eval())")
     if ctx.op_version < 9 and not at.get("spatial", 1):
         raise ctx.fail(node, "spatial=0")
     ins = [ctx.get(node, i) for i in range(5)]
     return [ctx.emit_multi("batch_norm", ins, {"epsilon": f32(at.get("epsilon", 1e-5))})[0]]
+
+
+def _batch_norm_training(ctx: Context, node: Node, at: dict[str, Any]) -> list[Value]:
+    """Normalize with the batch's statistics; the running mean and variance outputs are
+    momentum * running + (1 - momentum) * batch (onnx's reference)."""
+    x, scale, bias, mean, var = (ctx.get(node, i) for i in range(5))
+    axes = tuple(d for d in range(len(x.shape)) if d != 1)
+    bm = ctx.emit("reduce_mean", x, axes=axes, keepdims=False)
+    shape = (1, x.shape[1]) + (1,) * (len(x.shape) - 2)
+    d = ctx.emit("sub", x, ctx.reshape(bm, shape))
+    bv = ctx.emit("reduce_mean", ctx.emit("mul", d, d), axes=axes, keepdims=False)
+    y = ctx.emit_multi("batch_norm", [x, scale, bias, bm, bv],
+                       {"epsilon": float(at.get("epsilon", 1e-5))})[0]
+    m = float(at.get("momentum", 0.9))
+    mom, rest = ctx.scalar(m, mean), ctx.scalar(1 - m, mean)
+    run_mean = ctx.emit("add", ctx.emit("mul", mean, mom), ctx.emit("mul", bm, rest))
+    run_var = ctx.emit("add", ctx.emit("mul", var, mom), ctx.emit("mul", bv, rest))
+    return [y, run_mean, run_var][:len(node.output)]
 
 
 @converter("InstanceNormalization", versions=(6, 22))

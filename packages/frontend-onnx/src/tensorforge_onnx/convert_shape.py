@@ -10,6 +10,8 @@ import numpy as np
 import onnx
 
 from tensorforge.graph import Value
+from tensorforge.graph.narrow_types import is_narrow
+from tensorforge.graph.ops.resize import resize_taps
 
 from .context import Context
 from .dispatch import converter
@@ -37,7 +39,7 @@ def constant(ctx: Context, node: Node) -> list[Value]:
     else:
         raise ctx.fail(node, f"a constant of kind {sorted(at)}",
                        "only dense numeric constants are supported")
-    if np.asarray(arr).dtype.kind not in "biuf":
+    if np.asarray(arr).dtype.kind not in "biuf" and not is_narrow(np.asarray(arr).dtype.name):
         raise ctx.fail(node, f"a constant of dtype {np.asarray(arr).dtype}")
     return [ctx.constant(arr, "value")]
 
@@ -63,14 +65,6 @@ def shape(ctx: Context, node: Node) -> list[Value]:
 @converter("Size", versions=(1, 25))
 def size(ctx: Context, node: Node) -> list[Value]:
     return [ctx.constant(np.array(ctx.get(node, 0).size, dtype="int64"), "size")]
-
-
-@converter("Range", versions=(11, 11))
-def range_(ctx: Context, node: Node) -> list[Value]:
-    start, limit, delta = (ctx.const(node, i, n) for i, n in
-                           enumerate(("start", "limit", "delta")))
-    n = max(int(np.ceil((limit - start) / delta)), 0)
-    return [ctx.constant((start + delta * np.arange(n)).astype(start.dtype), "range")]
 
 
 @converter("Reshape", versions=(5, 25))
@@ -271,9 +265,9 @@ def resize(ctx: Context, node: Node) -> list[Value]:
     at = ctx.attrs(node)
     nd = len(x.shape)
     mode = at.get("mode", "nearest")
-    if mode not in ("nearest", "linear", "bilinear"):
-        raise ctx.fail(node, f"mode={mode!r}", "nearest and linear are supported")
-    mode = "linear" if mode == "bilinear" else mode
+    if mode not in ("nearest", "linear", "bilinear", "cubic", "bicubic"):
+        raise ctx.fail(node, f"mode={mode!r}", "nearest, linear and cubic are supported")
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
     legacy = node.op_type == "Upsample" or ctx.op_version < 11
     scales: list[float] | None = None
     sizes: list[int] | None = None
@@ -289,8 +283,6 @@ def resize(ctx: Context, node: Node) -> list[Value]:
     else:
         coord = at.get("coordinate_transformation_mode", "half_pixel")
         nearest = at.get("nearest_mode", "round_prefer_floor")
-        if coord == "tf_crop_and_resize":
-            raise ctx.fail(node, "coordinate_transformation_mode='tf_crop_and_resize'")
         sc = ctx.const(node, 2, "scales") if ctx.has(node, 2) else None
         sz = ctx.const(node, 3, "sizes") if ctx.has(node, 3) else None
         if sc is not None and sc.size:
@@ -300,10 +292,11 @@ def resize(ctx: Context, node: Node) -> list[Value]:
         if "axes" in at:
             axes = [int(a) % nd for a in at["axes"]]
         policy = at.get("keep_aspect_ratio_policy", "stretch")
-        if at.get("antialias", 0) and (scales and min(scales) < 1 or sizes and any(
-                s < x.shape[a] for s, a in zip(sizes, axes))):
-            raise ctx.fail(node, "antialias=1 when downsampling")
     full_sizes, full_scales = _resize_common(ctx, node, x, scales, sizes, axes, policy)
+    if not legacy and (mode == "cubic" or at.get("antialias", 0) or
+                       coord == "tf_crop_and_resize"):
+        return [_resize_taps(ctx, node, x, full_sizes, full_scales, axes, mode, coord,
+                             nearest)]
     if full_sizes == list(x.shape) and all(s == 1.0 for s in full_scales):
         return [ctx.emit("identity", x)]
     attrs = {"size": tuple(full_sizes), "scales": tuple(full_scales), "mode": mode,
@@ -311,3 +304,36 @@ def resize(ctx: Context, node: Node) -> list[Value]:
     if mode == "nearest":
         attrs["nearest_mode"] = nearest
     return [ctx.emit_multi("resize", [x], attrs)[0]]
+
+
+def _resize_taps(ctx: Context, node: Node, x: Value, sizes: list[int], scales: list[float],
+                 axes: list[int], mode: str, coord: str, nearest: str) -> Value:
+    """Cubic, antialiased or cropped resizes: one `resize_taps` per resized dim, with the
+    taps and weights of onnx's reference computed at import (they depend on shapes only;
+    tf_crop_and_resize's roi must be known at import)."""
+    at = ctx.attrs(node)
+    nd = len(x.shape)
+    roi = None
+    if coord == "tf_crop_and_resize":
+        r = [float(v) for v in np.asarray(ctx.const(node, 1, "roi")).reshape(-1)]
+        k = len(r) // 2
+        full = [(0.0, 1.0)] * nd
+        for i, a in enumerate(axes if k != nd else range(nd)):
+            full[a] = (r[i], r[k + i])
+        roi = full
+    attrs = {"mode": mode, "coord": coord, "nearest_mode": nearest,
+             "cubic_a": float(at.get("cubic_coeff_a", -0.75)),
+             "exclude_outside": bool(at.get("exclude_outside", 0)),
+             "antialias": bool(at.get("antialias", 0))}
+    y = x
+    for d in range(nd):
+        if sizes[d] == x.shape[d] and scales[d] == 1.0 and roi is None:
+            continue
+        if roi is not None and roi[d] == (0.0, 1.0) and sizes[d] == x.shape[d]:
+            continue
+        index, weight = resize_taps(x.shape[d], sizes[d], scales[d], attrs,
+                                    roi[d] if roi is not None else (0.0, 1.0))
+        y = ctx.emit("resize_taps", y, ctx.constant(index, "index"),
+                     ctx.constant(weight, "weight"), axis=d,
+                     extrapolation=float(at.get("extrapolation_value", 0.0)))
+    return y if y is not x else ctx.emit("identity", x)

@@ -46,11 +46,21 @@ def table() -> dict[str, Converter]:
     if not _LOADED:
         _LOADED = True
         from . import (  # noqa: F401
+            convert_attention,
+            convert_elementwise,
             convert_index,
+            convert_loss,
             convert_math,
             convert_nn,
+            convert_norm,
+            convert_pool,
+            convert_positions,
+            convert_quant,
+            convert_recurrent,
             convert_rnn,
+            convert_select,
             convert_shape,
+            convert_spatial,
         )
     return TABLE
 

@@ -15,6 +15,7 @@ from onnx import numpy_helper
 
 from tensorforge.errors import TensorforgeError
 from tensorforge.graph import Graph, Value
+from tensorforge.graph.narrow_types import is_narrow
 
 from .context import Context, node_label, np_dtype
 from .dispatch import op_version, table
@@ -30,11 +31,15 @@ TESTED_OPSETS = (11, 21)
 
 def load(model: str | os.PathLike | bytes | onnx.ModelProto,
          input_shapes: Mapping[str, tuple[int, ...]] | None = None,
-         constant_inputs: Mapping[str, Any] | None = None, **options: Any) -> Graph:
+         constant_inputs: Mapping[str, Any] | None = None,
+         specialize: Mapping[str, Any] | None = None, **options: Any) -> Graph:
     """Import an ONNX model. `input_shapes` fills or overrides input dims (e.g. the batch);
-    `constant_inputs` freezes inputs to given values (shape tensors fed as inputs)."""
+    `constant_inputs` freezes inputs to given values (they become constants);
+    `specialize` gives the values of inputs that shapes depend on (a Reshape's shape fed as
+    an input): they stay inputs, and the graph is valid for these values only."""
     proto, label = read_model(model)
-    return convert(proto, label, dict(input_shapes or {}), dict(constant_inputs or {}))
+    return convert(proto, label, dict(input_shapes or {}), dict(constant_inputs or {}),
+                   dict(specialize or {}))
 
 
 # reading -------------------------------------------------------------------------------------
@@ -142,7 +147,8 @@ def _all_nodes(g: onnx.GraphProto) -> list[onnx.NodeProto]:
 
 # conversion ----------------------------------------------------------------------------------
 def convert(m: onnx.ModelProto, label: str, input_shapes: dict[str, tuple[int, ...]],
-            constant_inputs: dict[str, Any] | None = None) -> Graph:
+            constant_inputs: dict[str, Any] | None = None,
+            specialize: dict[str, Any] | None = None) -> Graph:
     check_supported(m, label)
     opset = default_opset(m)
     og = m.graph
@@ -155,14 +161,22 @@ def convert(m: onnx.ModelProto, label: str, input_shapes: dict[str, tuple[int, .
         ctx.values[t.name] = g.add_const(t.name, numpy_helper.to_array(t))
     real_inputs = [i for i in og.input if i.name not in inits]
     constant_inputs = constant_inputs or {}
-    unknown = (set(input_shapes) | set(constant_inputs)) - {i.name for i in real_inputs}
+    specialize = specialize or {}
+    unknown = (set(input_shapes) | set(constant_inputs) | set(specialize)) - {
+        i.name for i in real_inputs}
     if unknown:
         raise DynamicShapeError(
-            f"input_shapes/constant_inputs name {sorted(unknown)}, which {label} does not "
-            f"have as inputs; its inputs are {[i.name for i in real_inputs]}.")
+            f"input_shapes/constant_inputs/specialize name {sorted(unknown)}, which {label} "
+            f"does not have as inputs; its inputs are {[i.name for i in real_inputs]}.")
     for i in real_inputs:
         if i.name in constant_inputs:
             ctx.values[i.name] = g.add_const(i.name, np.asarray(constant_inputs[i.name]))
+            continue
+        if i.name in specialize:
+            arr = np.asarray(specialize[i.name])
+            v = g.add_input(i.name, arr.shape, str(arr.dtype))
+            ctx.known[id(v)] = arr
+            ctx.values[i.name] = v
             continue
         shape, dtype = _input_type(i, input_shapes.get(i.name), label, real_inputs)
         ctx.values[i.name] = g.add_input(i.name, shape, dtype)
@@ -180,9 +194,30 @@ def convert(m: onnx.ModelProto, label: str, input_shapes: dict[str, tuple[int, .
         for name, v in zip(n.output, outs):
             if name and v is not None:
                 _bind(ctx, name, v)
+    _check_sized(ctx, label)
     seen: list[Value] = []
     g.outputs = [_output(ctx, o.name, seen) for o in og.output]
+    for i, o in enumerate(og.output):  # data-dependent sizes: the count is a hidden output
+        src = ctx.values.get(o.name)
+        if src is not None and id(src) in ctx.sized:
+            count, axis = ctx.sized[id(src)]
+            g.outputs.append(count)
+            g.sized_outputs[i] = (len(g.outputs) - 1, axis)
     return g
+
+
+def _check_sized(ctx: Context, label: str) -> None:
+    """A value of data-dependent size (NonZero's output ...) may only be a model output:
+    the compiled kernels have static shapes, only the executor trims outputs."""
+    for n in ctx.g.nodes:
+        for v in n.inputs:
+            if id(v) in ctx.sized:
+                raise OnnxImportError(
+                    f"{v.name!r} in {label} has a size that depends on the input values "
+                    f"(NonZero, NonMaxSuppression, Unique, Compress ...) and is read by "
+                    f"node {n.name!r}; tensorforge supports such values only as model "
+                    "outputs (kernels have static shapes). Make it a model output, or bound "
+                    "the size (e.g. TopK with a fixed k) in the model.")
 
 
 def _input_type(vi: onnx.ValueInfoProto, override: tuple[int, ...] | None, label: str,
@@ -195,7 +230,7 @@ def _input_type(vi: onnx.ValueInfoProto, override: tuple[int, ...] | None, label
         dtype = np_dtype(tt.elem_type)
     except (KeyError, TypeError, ValueError):
         dtype = "object"
-    if np.dtype(dtype).kind not in "biuf":
+    if not is_narrow(dtype) and np.dtype(dtype).kind not in "biuf":
         raise OnnxImportError(f"input {vi.name!r} of {label} has element type "
                               f"{onnx.TensorProto.DataType.Name(tt.elem_type)}; only numeric "
                               "and bool tensors are supported.")

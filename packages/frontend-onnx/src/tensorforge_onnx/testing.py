@@ -15,7 +15,9 @@ from tensorforge_onnx import load
 
 RNG = np.random.default_rng(0)
 _TYPES = {"float32": TensorProto.FLOAT, "int64": TensorProto.INT64, "bool": TensorProto.BOOL,
-          "int32": TensorProto.INT32, "float64": TensorProto.DOUBLE, "uint8": TensorProto.UINT8}
+          "int32": TensorProto.INT32, "float64": TensorProto.DOUBLE, "uint8": TensorProto.UINT8,
+          "int8": TensorProto.INT8, "int16": TensorProto.INT16, "uint16": TensorProto.UINT16,
+          "float16": TensorProto.FLOAT16}
 
 
 def rand(*shape: int, dtype: str = "float32", lo: float = -2.0, hi: float = 2.0

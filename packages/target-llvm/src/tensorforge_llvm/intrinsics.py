@@ -26,14 +26,19 @@ _LLVM_UNARY = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2"
                "nearbyint": "llvm.nearbyint", "sin": "llvm.sin", "cos": "llvm.cos"}
 # ops that are libm calls (float, double)
 _LIBM = {"tanh": ("tanhf", "tanh"), "erf": ("erff", "erf"), "tan": ("tanf", "tan"),
-         "atan": ("atanf", "atan"), "log1p": ("log1pf", "log1p"), "expm1": ("expm1f", "expm1")}
+         "atan": ("atanf", "atan"), "log1p": ("log1pf", "log1p"), "expm1": ("expm1f", "expm1"),
+         "asin": ("asinf", "asin"), "acos": ("acosf", "acos"), "sinh": ("sinhf", "sinh"),
+         "cosh": ("coshf", "cosh"), "asinh": ("asinhf", "asinh"), "acosh": ("acoshf", "acosh"),
+         "atanh": ("atanhf", "atanh")}
+# integer bit operations (C semantics; shift amounts are guarded by the op that emits them)
+_BIT_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right")
 # vector float32 polynomials
 _VECTOR_F32: dict[str, Callable[[ExprEmitter, ir.Value], ir.Value]] = {
     "exp": vecmath.exp, "tanh": vecmath.tanh, "sigmoid": vecmath.sigmoid, "erf": vecmath.erf,
 }
 
-SUPPORTED_OPS = sorted({*_LLVM_UNARY, *_LIBM, "sigmoid", "rsqrt", "pow", "fabs", "abs", "fma",
-                        "likely", "if_then_else", "runtime_check"})
+SUPPORTED_OPS = sorted({*_LLVM_UNARY, *_LIBM, *_BIT_OPS, "sigmoid", "rsqrt", "pow", "fabs",
+                        "abs", "fma", "likely", "if_then_else", "runtime_check", "reinterpret"})
 
 
 def emit_call(em: ExprEmitter, e: Call) -> ir.Value:
@@ -46,6 +51,10 @@ def emit_call(em: ExprEmitter, e: Call) -> ir.Value:
         return _runtime_check(em, e)
     if op in ("abs", "fabs") and not dt.is_float(e.args[0].dtype):
         return _int_abs(em, em.expr(e.args[0]), e.args[0].dtype)
+    if op in _BIT_OPS:
+        return _bit_op(em, e)
+    if op == "reinterpret":
+        return em.b.bitcast(em.expr(e.args[0]), ll_type(e.dtype))
     if op not in SUPPORTED_OPS:
         raise em.bug(f"call to unknown intrinsic {op!r} in {e} (supported: "
                      f"{', '.join(SUPPORTED_OPS)})")
@@ -93,6 +102,17 @@ def _float_call(em: ExprEmitter, op: str, args: list[ir.Value], lanes: int) -> i
     if lanes == 1:
         return b.call(fn, [x])
     return em.gather_lanes([b.call(fn, [v]) for v in em.lanes_of(x)])
+
+
+def _bit_op(em: ExprEmitter, e: Call) -> ir.Value:
+    lanes = dt.lanes(e.dtype)
+    a, c = (_widen(em, em.expr(x), x.dtype, lanes) for x in e.args)
+    b = em.b
+    if e.op == "shift_right":
+        return b.lshr(a, c) if dt.is_uint(e.dtype) or dt.is_bool(e.dtype) else b.ashr(a, c)
+    fn = {"bitwise_and": b.and_, "bitwise_or": b.or_, "bitwise_xor": b.xor,
+          "shift_left": b.shl}[e.op]
+    return fn(a, c)
 
 
 def _int_abs(em: ExprEmitter, x: ir.Value, dtype: str) -> ir.Value:

@@ -48,6 +48,8 @@ def register_target_tags(register):
 
 _S = "tensorforge_llvm.strategies"
 _OPS = "tensorforge.graph.ops.nchwc"
+_POOL_OPS = ("max_pool2d_nchwc", "avg_pool2d_nchwc", "global_avg_pool2d_nchwc", "max_pool2d",
+             "avg_pool2d", "global_avg_pool2d")
 
 
 @hookimpl
@@ -68,6 +70,14 @@ def register_strategies(register, target):
     register(Strategy("conv2d_winograd_nchwc", "winograd", f"{_OPS}:_wino_compute",
                       "tensorforge_llvm.winograd:schedule_conv2d_winograd_nchwc", priority=10,
                       description="Winograd F(2x2|4x4, 3x3) in NCHW[x]c, fused epilogue"))
+    register(Strategy("conv2d", "direct_nchw", "tensorforge.ops.nn:conv2d_nchw",
+                      "tensorforge_llvm.conv_nchw:schedule_conv2d_nchw", priority=10,
+                      description="NCHW conv (channels no block divides): oc rows x ow vector"))
+    for op in _POOL_OPS:
+        mod = "tensorforge.ops.nn_blocked" if op.endswith("_nchwc") else "tensorforge.ops.nn"
+        register(Strategy(op, "tiled", f"{mod}:{op}", "tensorforge_llvm.pools:schedule_pool",
+                          priority=10,
+                          description="pooling: tile of output pixels x vector, taps unrolled"))
 
 
 @hookimpl

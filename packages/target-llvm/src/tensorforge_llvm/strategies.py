@@ -250,7 +250,7 @@ def schedule_dense_packed(outs: list[Tensor] | Tensor, target: Any = None,
     lanes = _lanes(target)
     m_ext, k_ext = _ext(out.op.axis[0]), _ext(mm.op.reduce_axis[0])
     vecs = max(1, bn // lanes)
-    panels = _ext(out.op.axis[1]) // bn
+    panels = -(-_ext(out.op.axis[1]) // bn)  # the last one zero-padded when N % bn
     mr, nt = _dense_tile(m_ext, panels, vecs, register_file(target))
     cfg.define_split("tile_m", m_ext, 2, policy="candidate",
                      candidates=_tile_candidates(m_ext, mr, 16), default=(-1, mr))

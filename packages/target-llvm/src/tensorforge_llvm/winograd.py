@@ -33,29 +33,38 @@ from .strategies import (
 __all__ = ["choose_tile", "default_tile", "schedule_conv2d_winograd_nchwc", "winograd_rule"]
 
 
-def default_tile(c: int, o: int, oh: int, ow: int, n: int = 1) -> int:
-    """The measured default (0: direct), from ResNet-18's 3x3 layers and small shapes (see
-    docs/performance.md, "Winograd"): F(4,3) where it has at least 4 tiles; else F(2,3)
-    where that has at least 4 tiles (the transformed weights, 16/9 or 36/9 the size of the
-    originals, are streamed once per call: with fewer tiles the call is bound by them); direct
-    for fewer than 16 input or output channels (the transforms cost what the GEMM saves)."""
+def default_tile(c: int, o: int, oh: int, ow: int, n: int = 1, cpu: str = "") -> int:
+    """The measured default (0: direct), per CPU family (see docs/performance.md,
+    "Winograd"); direct for fewer than 16 input or output channels (the transforms cost what
+    the GEMM saves) on all.
+
+    - AMD Zen (and an unknown CPU), from ResNet-18's 3x3 layers and small shapes: F(4,3)
+      where it has at least 4 tiles; else F(2,3) where that has at least 4 tiles (the
+      transformed weights, 16/9 or 36/9 the size of the originals, are streamed once per
+      call: with fewer tiles the call is bound by them).
+    - Intel (AVX-512 Xeons): F(4,3) from 36 tiles (28x28 and up), else F(2,3) from 16 tiles
+      (7x7 and up), else direct: measured on issue 15's Xeon, F(4,3) at 14x14 and 7x7 ran
+      1.2x F(2,3)'s time (its 36/9 weights per few tiles stream from memory)."""
     if c < 16 or o < 16:
         return 0
+    intel = bool(cpu) and not cpu.startswith(("znver", "generic"))
+    need = {4: 36, 2: 16} if intel else {4: 4, 2: 4}
     for m in (4, 2):
         th, tw = -(-oh // m), -(-ow // m)
-        if n * th * tw >= 4:
+        if n * th * tw >= need[m]:
             return m
     return 0
 
 
-def choose_tile(policy: str, c: int, o: int, oh: int, ow: int, n: int = 1) -> int:
+def choose_tile(policy: str, c: int, o: int, oh: int, ow: int, n: int = 1,
+                cpu: str = "") -> int:
     """Tile size m (2 or 4) or 0 (direct) for one convolution under `policy`."""
     policy = (policy or "auto").lower()
     if policy in ("off", "0", "direct", "none"):
         return 0
     if policy in ("2", "4"):
         return int(policy)
-    return default_tile(c, o, oh, ow, n)
+    return default_tile(c, o, oh, ow, n, cpu)
 
 
 def _policy(target: Any) -> str:
@@ -69,6 +78,9 @@ def _policy(target: Any) -> str:
 def winograd_rule(target: Any = None, policy: str | None = None) -> Any:
     """The `winograd` callback of `convert_layout_nchwc` for `target` (or an explicit policy)."""
     pol = policy if policy is not None else _policy(target)
+    opts = getattr(target, "options", {}) or {}
+    cpu = "" if opts.get("mtriple") and "x86_64" not in str(opts.get("mtriple")) else str(
+        opts.get("mcpu", "") or "")
 
     def rule(node: Any, x_shape: Any, w_shape: Any, attrs: dict[str, Any], ib: int, ob: int,
              lanes: int) -> Any:
@@ -80,7 +92,7 @@ def winograd_rule(target: Any = None, policy: str | None = None) -> Any:
         oh, ow = x_shape[2] + pt + pb - 2, x_shape[3] + pl + pr - 2
         if oh < 1 or ow < 1:
             return None
-        m = choose_tile(pol, cg, o, oh, ow, x_shape[0])
+        m = choose_tile(pol, cg, o, oh, ow, x_shape[0], cpu)
         if not m:
             return None
         return lambda g, n, xb, ib_, ob_: _emit_winograd(g, n, xb, ob_, m, attrs["pads"])

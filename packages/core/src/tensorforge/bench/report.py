@@ -86,6 +86,14 @@ def busy_warning(machine: dict[str, Any]) -> str | None:
             "at barriers for a descheduled peer), are not reliable.")
 
 
+def geomean(values: list[float]) -> float | None:
+    """Geometric mean of positive ratios (None when there are none)."""
+    import math
+
+    vals = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
 def markdown(doc: dict[str, Any], regressions: list[dict[str, Any]], note: str,
              extra: str = "") -> str:
     rows = doc["rows"]
@@ -108,6 +116,11 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, Any]], note: str,
                          f"{_q(r.get('ort_s'), '.3g', 1e3)} | {_q(r.get('torch_s'), '.3g', 1e3)}"
                          f" | {_q(r.get('ratio_ort'), '.2f')} | {_q(r.get('ratio_torch'), '.2f')}"
                          f" | {_ok(r)} | {r.get('kernels', '')} |")
+        for th in sorted({r["threads"] for r in models}):
+            geo = geomean([r["ratio_ort"][1] for r in models
+                           if r["threads"] == th and r.get("ratio_ort")])
+            if geo:
+                lines.append(f"| **geometric mean** | {th} | | | | **{geo:.2f}** | | | |")
         lines.append("")
     ops = [r for r in rows if r["level"] == "op"]
     if ops:

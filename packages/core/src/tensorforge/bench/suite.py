@@ -105,11 +105,17 @@ def measure_op(w: Workload, threads: int, rounds: int, which: tuple[str, ...] = 
 
 def measure_model(name: str, threads: int, rounds: int, which: tuple[str, ...] = bl.BASELINES,
                   runner: RoundRunner | None = None, min_sample_s: float = 0.005) -> Row:
-    """One model of `tensorforge_onnx.models` at batch 1 and `threads` threads."""
+    """One model of `tensorforge_onnx.models` or of the exported families (`families.py`) at
+    batch 1 and `threads` threads."""
     import tensorforge
     from tensorforge_onnx import models as zoo
 
-    model, inputs = zoo.build(name), zoo.example_inputs(name)
+    from . import families
+
+    if name in zoo.MODELS:
+        model, inputs = zoo.build(name), zoo.example_inputs(name)
+    else:  # an exported torchvision family
+        model, inputs = families.load(name)
     row: Row = {"level": "model", "name": name, "threads": threads,
                 "inputs": {k: list(v.shape) for k, v in inputs.items()}}
     t0 = time.perf_counter()

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import TensorforgeError
 from ..graph.groups import FusedGroup, MemoryPlan
 from ..graph.ir import Graph, Value, freeze
+from ..graph.narrow_types import storage_dtype
 from ..graph.passes import fuse_ops, optimize, plan_memory
 from ..graph.passes.placement import Placement, placement_of
 from ..progress import NullProgress
@@ -172,9 +173,12 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     func_of: dict[str, str] = {}
     by_key: dict[Any, str] = {}
     on_host: dict[str, str] = {}  # groups the device failed to compile -> why
-    keys = [workload_key(grp) for grp in p.groups]
+    keys = [workload_key(grp) for grp in p.groups if not grp.view]
     progress.stage("lowering", len(set(keys)), "kernel")
-    for grp, key in zip(p.groups, keys):
+    for grp in p.groups:
+        if grp.view:  # a zero-copy concat: its parts are written in place, no kernel
+            continue
+        key = workload_key(grp)
         if key in by_key:
             func_of[grp.name] = by_key[key]
             how[grp.name] = how[by_key[key]]
@@ -271,6 +275,17 @@ def workload_key(grp: Any) -> tuple[Any, ...]:
     return ins, tuple(nodes), tuple(where[id(v)] for v in grp.outputs)
 
 
+def _outputs(g: Graph, ref: Any) -> list[dict[str, Any]]:
+    """Output entries; a data-dependent size (`Graph.sized_outputs`) names the value holding
+    the count (`size_from`), and that count output is `hidden` from the caller."""
+    outs = [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "value": ref(v)}
+            for v in g.outputs]
+    for i, (j, axis) in g.sized_outputs.items():
+        outs[i]["size_from"] = {"value": outs[j]["value"], "axis": axis}
+        outs[j]["hidden"] = True
+    return outs
+
+
 def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
              func_of: dict[str, str] | None = None
              ) -> tuple[dict[str, Any], dict[str, np.ndarray], dict[str, Any]]:
@@ -289,11 +304,15 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
             vid[id(v)] = len(values)
             kind = ("input" if id(v) in inputs else "const" if v.is_const
                     else "output" if id(v) in outputs else "intermediate")
-            entry = {"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "kind": kind,
-                     "storage": p.memory.storage_of.get(v)}
+            # buffers hold narrow types (bfloat16, float8 ...) as their stored bits
+            entry = {"name": v.name, "shape": list(v.shape), "dtype": storage_dtype(v.dtype),
+                     "kind": kind, "storage": p.memory.storage_of.get(v)}
+            if p.memory.offset_of.get(v):
+                entry["offset"] = p.memory.offset_of[v]
             if kind == "const":
                 entry["param"] = f"p{len(params)}"
-                params[entry["param"]] = v.const
+                params[entry["param"]] = v.const.view(entry["dtype"]) if \
+                    entry["dtype"] != v.dtype else v.const
                 if v.origin is not None:
                     derived[entry["param"]] = _recipe(v)
             values.append(entry)
@@ -303,6 +322,10 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
         ref(v)
     kernels = []
     for grp in p.groups:
+        if grp.view:
+            for v in group_args(grp):
+                ref(v)
+            continue
         k = {"name": (func_of or {}).get(grp.name, grp.name), "group": grp.name,
              "args": [ref(v) for v in group_args(grp)],
              "outputs": len(grp.outputs), "ops": [n.op for n in grp.nodes],
@@ -317,13 +340,14 @@ def describe(p: Plan, target: Target, how: dict[str, str] | None = None,
         "target": str(target),
         "inputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "value": ref(v)}
                    for v in g.inputs],
-        "outputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype, "value": ref(v)}
-                    for v in g.outputs],
+        "outputs": _outputs(g, ref),
         "values": values,
         "storages": list(p.memory.storage_bytes),
         "kernels": kernels,
         "memory": {"planned_bytes": p.memory.planned_bytes,
                    "unplanned_bytes": p.memory.unplanned_bytes(),
+                   "concat_copy_bytes": p.memory.concat_copy_bytes,
+                   "concat_view_bytes": p.memory.concat_view_bytes,
                    "params_bytes": int(sum(a.nbytes for a in params.values()))},
         "times": {k: round(v, 4) for k, v in p.times.items()},
     }
@@ -356,7 +380,8 @@ def placement_report(p: Plan) -> dict[str, Any]:
                                "when": "every run (graph output)"})
     counts: dict[str, int] = {}
     for grp in p.groups:
-        counts[p.device_of(grp)] = counts.get(p.device_of(grp), 0) + 1
+        if not grp.view:  # a zero-copy concat has no kernel
+            counts[p.device_of(grp)] = counts.get(p.device_of(grp), 0) + 1
     return {"target": str(pl.target), "host": str(pl.host) if pl.host is not None else None,
             "kernels": counts,
             "fallbacks": [{"node": n, "op": op, "why": why} for n, op, why in pl.fallbacks],

@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import TensorforgeError
 from ..graph.groups import FusedGroup
 from ..graph.ir import Value
+from ..graph.narrow_types import storage_dtype
 from ..graph.registry import get_op
 from ..naming import c_identifier
 
@@ -22,7 +23,7 @@ def build_group_te(group: FusedGroup) -> tuple[list[Any], list[Any]]:
     env: dict[int, Any] = {}
     placeholders = []
     for v in group.inputs:
-        p = te.placeholder(v.shape, v.dtype, name=c_identifier(v.name, used))
+        p = te.placeholder(v.shape, storage_dtype(v.dtype), name=c_identifier(v.name, used))
         env[id(v)] = p
         placeholders.append(p)
     for pos, n in enumerate(group.nodes):
@@ -33,7 +34,8 @@ def build_group_te(group: FusedGroup) -> tuple[list[Any], list[Any]]:
                 "be compiled yet; it runs only in the reference interpreter")
         ins = [env[id(v)] for v in n.inputs]
         with te.check_scope(pos):  # data checks in the compute name this node on failure
-            outs = opdef.compute(ins, n.attrs, [(o.shape, o.dtype) for o in n.outputs])
+            outs = opdef.compute(ins, n.attrs, [(o.shape, storage_dtype(o.dtype))
+                                                for o in n.outputs])
         if len(outs) != len(n.outputs):
             raise TensorforgeError(f"op {n.op!r}: compute returned {len(outs)} tensors for "
                                    f"{len(n.outputs)} outputs")

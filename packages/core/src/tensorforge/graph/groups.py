@@ -21,6 +21,7 @@ class FusedGroup:
     outputs: list[Value]
     master: Node
     pattern: OpPattern
+    view: bool = False  # a zero-copy concat: no kernel, its parts are written in place
 
 
 @dataclass
@@ -33,6 +34,10 @@ class MemoryPlan:
     storage_bytes: list[int] = field(default_factory=list)
     #: the device of each storage, when the plan was made per device (else empty)
     storage_device: list[str] = field(default_factory=list)
+    # byte offset of a value inside its storage (the parts of a zero-copy concat); else 0
+    offset_of: dict[Value, int] = field(default_factory=dict)
+    concat_copy_bytes: int = 0  # what the concats that stay copies move per run
+    concat_view_bytes: int = 0  # what the zero-copy concats no longer move
 
     @property
     def planned_bytes(self) -> int:

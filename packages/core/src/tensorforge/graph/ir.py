@@ -76,7 +76,9 @@ def freeze(x: Any) -> Any:
 
 
 def _np_dtype(dtype: str) -> str:
-    return "bool" if dtype == "bool" else dtype
+    from .narrow_types import storage_dtype  # narrow types (bfloat16 ...): their stored bits
+
+    return "bool" if dtype == "bool" else storage_dtype(dtype)
 
 
 class Graph:
@@ -87,6 +89,10 @@ class Graph:
         self.inputs: list[Value] = []
         self.outputs: list[Value] = []
         self.nodes: list[Node] = []
+        # outputs whose size depends on data (NonZero, NonMaxSuppression ...): output
+        # position -> (position of the int64 count output, axis). The output holds the
+        # bound; the executor returns the first `count` entries along `axis`.
+        self.sized_outputs: dict[int, tuple[int, int]] = {}
         self._names: set[str] = set()  # value names
         self._node_names: set[str] = set()
 

@@ -78,14 +78,16 @@ def depthwise_conv2d_nchwc(data: Tensor, kernel: Tensor, stride: int | Sequence[
         name=name, tag="depthwise_conv2d_nchwc")
 
 
-def dense_packed(data: Tensor, weight: Tensor, name: str = "dense_packed") -> Tensor:
-    """data (M, K), weight packed (N/y, K, y) -> (M, N)."""
+def dense_packed(data: Tensor, weight: Tensor, name: str = "dense_packed",
+                 units: int | None = None) -> Tensor:
+    """data (M, K), weight packed (N/y, K, y) -> (M, N); `units` < N: the last panel is
+    zero-padded and only the first `units` columns are computed (a classifier of 10)."""
     m, k = (_int(s) for s in data.shape)
     no, k2, nb = (_int(s) for s in weight.shape)
     if k != k2:
         raise ValueError(f"dense_packed: inner dimensions {k} and {k2} differ")
     r = te.reduce_axis((0, k), name="k")
-    return te.compute((m, no * nb),
+    return te.compute((m, units or no * nb),
                       lambda i, j: te.sum(data[i, r] * weight[j // nb, r, j % nb], axis=r),
                       name=name, tag="dense_packed")
 
@@ -164,3 +166,19 @@ def pixel_shuffle(x: Tensor, stride: int, offset: tuple[int, int], out_hw: tuple
 
     out_shape = (shape[0], oc, oh, ow, *shape[4:]) if blocked else (shape[0], oc, oh, ow)
     return te.compute(out_shape, src, name=name, tag="injective")
+
+
+def channel_shuffle(x: Tensor, groups: int, name: str = "channel_shuffle") -> Tensor:
+    """out channel c' = j * groups + i reads input channel i * (C / groups) + j, on NCHW or
+    NCHW[x]c (the source channel's block and lane computed per output lane)."""
+    shape = [_int(d) for d in x.shape]
+    blocked = len(shape) == 5
+    bn = shape[4] if blocked else 1
+    per = shape[1] * bn // groups
+
+    def src(nn: Any, c: Any, yy: Any, xx: Any, *b: Any) -> Any:
+        ch = c * bn + b[0] if blocked else c
+        s = (ch % groups) * per + ch // groups
+        return x[(nn, s // bn, yy, xx, s % bn)] if blocked else x[nn, s, yy, xx]
+
+    return te.compute(tuple(shape), src, name=name, tag="injective")

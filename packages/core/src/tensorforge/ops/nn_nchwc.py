@@ -25,26 +25,34 @@ __all__ = ["conv2d_nchwc", "pack_nchwc", "pack_oihw_xi_yo", "unpack_nchwc"]
 def conv2d_nchwc(
     data: Tensor, kernel: Tensor, stride: int | Sequence[int] = 1,
     padding: int | Sequence[int] = 0, dilation: int | Sequence[int] = 1,
-    out_dtype: str | None = None, name: str = "conv2d_nchwc",
+    out_dtype: str | None = None, name: str = "conv2d_nchwc", groups: int = 1,
 ) -> Tensor:
-    """data (N, C/x, H, W, x), kernel (O/y, C/x, KH, KW, x, y) -> (N, O/y, OH, OW, y)."""
+    """data (N, C/x, H, W, x), kernel (O/y, C/groups/x, KH, KW, x, y) -> (N, O/y, OH, OW, y).
+
+    Grouped (ResNeXt, RegNet): x divides the channels per group C/groups and y the outputs
+    per group O/groups, so an output block belongs to one group and reads that group's
+    C/groups/x input blocks; the reduction and the register tile are those of groups=1."""
     n, ic_chunk, h, w, ic_bn = (_int(s) for s in data.shape)
     oc_chunk, ic_chunk2, kh, kw, ic_bn2, oc_bn = (_int(s) for s in kernel.shape)
-    if (ic_chunk, ic_bn) != (ic_chunk2, ic_bn2):
+    if (ic_chunk, ic_bn) != (ic_chunk2 * groups, ic_bn2) or (oc_chunk * oc_bn) % groups or (
+            oc_chunk * oc_bn // groups) % oc_bn:
         raise ValueError(f"conv2d_nchwc: data {tuple(data.shape)} and kernel "
-                         f"{tuple(kernel.shape)} disagree on the input-channel blocking")
+                         f"{tuple(kernel.shape)} disagree on the input-channel blocking "
+                         f"(groups={groups})")
+    blocks_per_group = oc_chunk // groups  # output blocks of one group
     (sh, sw), (dh, dw), (pt, pl, pb, pr), (oh, ow) = conv_geometry(
         h, w, kh, kw, stride, padding, dilation)
     out_dtype = out_dtype or data.dtype
     padded = pad(data, (0, 0, pt, pl, 0), (0, 0, pb, pr, 0), name=f"{name}_pad")
-    ico = te.reduce_axis((0, ic_chunk), name="ico")
+    ico = te.reduce_axis((0, ic_chunk2), name="ico")
     ici = te.reduce_axis((0, ic_bn), name="ici")
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     return te.compute(
         (n, oc_chunk, oh, ow, oc_bn),
         lambda nn, oc, yy, xx, ob: te.sum(
-            padded[nn, ico, yy * sh + ry * dh, xx * sw + rx * dw, ici].astype(out_dtype)
+            padded[nn, ico if groups == 1 else oc // blocks_per_group * ic_chunk2 + ico,
+                   yy * sh + ry * dh, xx * sw + rx * dw, ici].astype(out_dtype)
             * kernel[oc, ico, ry, rx, ici, ob].astype(out_dtype),
             axis=[ico, ry, rx, ici],
         ),

@@ -11,6 +11,8 @@ from ..expr import dtype as dt
 from ..te import Tensor
 from .arith import saturate_high
 
+_prod = te.comm_reducer(lambda x, y: x * y, lambda t: const(1, t), name="prod")
+
 
 def reduce(
     a: Tensor, axes: Sequence[int] | None, kind: str = "sum", keepdims: bool = False,
@@ -26,7 +28,8 @@ def reduce(
                 out_shape.append(const(1))
         else:
             out_shape.append(a.shape[d])
-    reducer = {"sum": te.sum, "mean": te.sum, "max": te.max, "min": te.min}[kind]
+    reducer = {"sum": te.sum, "mean": te.sum, "max": te.max, "min": te.min,
+               "prod": _prod}[kind]
     int_mean = kind == "mean" and not dt.is_float(a.dtype)
 
     def f(*i):  # type: ignore[no-untyped-def]

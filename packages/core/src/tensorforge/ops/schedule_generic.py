@@ -5,7 +5,10 @@ its elementwise epilogue, or an injective chain) and returns a Schedule:
 
 - every injective/elementwise intermediate stage is inlined into its reader, except the padding
   stage of a convolution, which is computed once at root (a guarded load in the innermost loop
-  would defeat vectorization);
+  would defeat vectorization), stages tagged `materialize` (a chain of stages each read
+  by all later ones, like non_max_suppression's greedy decisions: inlined, the expression
+  would double with every stage), and stages tagged `injective_root` (a separable resize's
+  first pass: inlined, its gathers would run once per output instead of once per input row);
 - the output stage's outer data-parallel axes are fused into one loop, parallel when the target
   runs more than one thread (`-num-threads` 0 or > 1);
 - the innermost axis is vectorized when its extent is a multiple of the lane count (or split by
@@ -16,7 +19,8 @@ its elementwise epilogue, or an injective chain) and returns a Schedule:
   scale, relu, residual add) is inlined into the output stage and runs on the finished tile;
 - other reductions (pools, reduce) whose shape equals the output's are computed at the output's
   tile with the reduction outside the vector axis; reductions of other shapes (softmax's max
-  and sum) are computed at root with their own parallel/vector loops.
+  and sum), and every reduction of a group with several outputs, are computed at root with
+  their own parallel/vector loops.
 """
 
 from __future__ import annotations
@@ -110,15 +114,22 @@ def schedule_generic(outs: list[Tensor] | Tensor, target: Any = None) -> Any:
     for st in _stages(s):
         if st.op in out_ops or st.op.reduce_axis:
             continue
-        if "pad" in _tags(st.op) and master is not None:
-            _schedule_root(st, lanes, parallel)  # conv padding: once, at root
+        if "pad" in _tags(st.op) and master is not None or "materialize" in _tags(st.op):
+            _schedule_root(st, lanes, parallel)  # conv padding, stages read many times
         elif "index_check" in _tags(st.op):
             _schedule_root(st, lanes, parallel)  # a scatter's checked indices: once each
+        elif "injective_root" in _tags(st.op):  # computed once (a separable resize's rows)
+            _schedule_root(st, lanes, parallel)
         else:
             st.compute_inline()
     if master is None:
+        if len(outs) == 1:
+            _schedule_output(s[outs[0]], reductions, lanes, parallel)
+            return s
+        for r in reductions:  # several outputs (top-k's values and indices ...): the
+            _schedule_root(r, lanes, parallel)  # reductions once, at root
         for o in outs:
-            _schedule_output(s[o], reductions, lanes, parallel)
+            _schedule_output(s[o], [], lanes, parallel)
         return s
     _schedule_tiled(s, s[outs[0]], master, lanes, parallel)
     for st in reductions:

@@ -4,9 +4,10 @@ It imports numpy, ctypes (through the runtime module) and nothing of the compile
 exported model runs after `tensorforge.load` without llvmlite, onnx, or tensorforge's IR.
 
 Memory: the memory plan gives one 64-byte aligned byte pool per storage; every intermediate
-value is a typed view at the start of its storage. One *arena* holds one call's pools, its
-input and output buffers and every kernel's bound argument pointers; constants are shared by
-all arenas, read-only, and held once (`CompiledModel.params` is the executor's arrays).
+value is a typed view at its offset in its storage (0, or its slice of a zero-copy concat).
+One *arena* holds one call's pools, its input and output buffers and every kernel's bound
+argument pointers; constants are shared by all arenas, read-only, and held once
+(`CompiledModel.params` is the executor's arrays).
 
 Concurrency: `run`, `benchmark` and `profile` take an arena from a bounded pool
 (`runtime.arena.ArenaPool`) for the length of the call, so any number of threads may call one
@@ -15,7 +16,12 @@ it), so threads really run in parallel. At most `max_concurrency` arenas exist (
 CPUs this process may use); further callers wait for a free one.
 
 Errors: a kernel's non-zero status becomes a `KernelError` (see `cfunction.py`) naming the
-graph kernel (group and ops) that returned it; the arena goes back to the pool either way."""
+graph kernel (group and ops) that returned it; the arena goes back to the pool either way.
+
+Data-dependent output sizes (NonZero, NonMaxSuppression ...): such an output's buffer holds
+its bound, its kernel also writes the actual size into a hidden output (`size_from`), and
+`get_outputs` returns that many entries. Narrow dtypes (bfloat16, float8 ...) are held as
+their stored bits and viewed as the narrow type at the inputs and outputs."""
 
 from __future__ import annotations
 
@@ -42,6 +48,18 @@ _ALIGN = 64
 
 class InputError(TensorforgeError, ValueError):
     """Inputs that do not match what the model expects."""
+
+
+def np_dtype(name: str) -> np.dtype:
+    """numpy's dtype for a model input/output dtype; narrow types (bfloat16, float8_e4m3fn
+    ...) come from ml_dtypes, imported only for models that use them. Their buffers hold
+    the stored bits (uint8/uint16: the `values` dtype), viewed at the inputs and outputs."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        import ml_dtypes  # noqa: F401  (registers the narrow types with numpy)
+
+        return np.dtype(name)
 
 
 def aligned_empty(shape: Sequence[int], dtype: str, nbytes: int | None = None) -> np.ndarray:
@@ -208,7 +226,8 @@ class GraphExecutor:
                 arr = self.consts[i]
             elif v["kind"] == "intermediate":
                 nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-                arr = pools[v["storage"]][:nbytes].view(dtype).reshape(shape)
+                off = int(v.get("offset", 0))  # a part of a zero-copy concat
+                arr = pools[v["storage"]][off:off + nbytes].view(dtype).reshape(shape)
             else:
                 arr = aligned_empty(shape, dtype)
             arrays.append(arr)
@@ -269,11 +288,15 @@ class GraphExecutor:
                 x = np.asarray(x)
                 if x.dtype == np.float64 and spec["dtype"] == "float32":
                     x = x.astype("float32")  # a Python list of floats
-            if x.dtype != np.dtype(spec["dtype"]) or tuple(x.shape) != tuple(spec["shape"]):
+            want = np_dtype(spec["dtype"])
+            if x.dtype != want or tuple(x.shape) != tuple(spec["shape"]):
                 self._fail(f"Wrong input {spec['name']!r}: given {x.dtype}{list(x.shape)}, "
                            f"expected {spec['dtype']}{list(spec['shape'])}"
                            + (f" (convert with .astype('{spec['dtype']}'))"
-                              if x.dtype != np.dtype(spec["dtype"]) else ""))
+                              if x.dtype != want else ""))
+            stored = self.desc["values"][spec["value"]]["dtype"]
+            if stored != spec["dtype"]:  # a narrow type: its buffer holds the bits
+                x = x.view(stored)
             checked.append((spec["value"], x))
         return checked
 
@@ -336,7 +359,18 @@ class GraphExecutor:
 
     def get_outputs(self, arena: Arena) -> list[np.ndarray]:
         """Copies of the outputs (the arena's buffers are reused by the next call)."""
-        return [self.value(arena, o["value"]).copy() for o in self.outputs]
+        outs = []
+        for o in self.outputs:
+            if o.get("hidden"):  # the size of a data-dependent output, applied below
+                continue
+            out = self.value(arena, o["value"]).copy()
+            if out.dtype.name != o["dtype"]:  # a narrow type held as its bits
+                out = out.view(np_dtype(o["dtype"]))
+            if "size_from" in o:  # the kernel wrote its data-dependent size: keep that many
+                n = int(arena.arrays[o["size_from"]["value"]].reshape(-1)[0])
+                out = np.take(out, np.arange(n), axis=o["size_from"]["axis"])
+            outs.append(out)
+        return outs
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
         checked = self.check_inputs(inputs)
@@ -411,7 +445,7 @@ class CompiledModel:
     @property
     def output_specs(self) -> list[dict[str, Any]]:
         return [{"name": o["name"], "shape": tuple(o["shape"]), "dtype": o["dtype"]}
-                for o in self.desc["outputs"]]
+                for o in self.desc["outputs"] if not o.get("hidden")]
 
     @property
     def kernels(self) -> list[str]:
@@ -426,8 +460,11 @@ class CompiledModel:
         rng = np.random.default_rng(seed)
         out = {}
         for spec in self.input_specs:
-            dt = np.dtype(spec["dtype"])
-            if dt.kind == "f":
+            dt = np_dtype(spec["dtype"])
+            if dt.kind not in "biuf":  # a narrow type (bfloat16, float8 ...)
+                out[spec["name"]] = rng.standard_normal(spec["shape"]).astype(
+                    "float32").astype(dt)
+            elif dt.kind == "f":
                 out[spec["name"]] = rng.standard_normal(spec["shape"]).astype(dt)
             elif dt.kind == "b":
                 out[spec["name"]] = rng.integers(0, 2, spec["shape"]).astype(dt)

@@ -25,6 +25,11 @@ GRAPH_VERSION = 1
 #: dtypes of values and parameters (what kernels and the calling convention support)
 DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                     "float16", "float32", "float64", "bool"})
+#: model input/output dtypes held as stored bits of another dtype (graph/narrow_types.py)
+NARROW_STORAGE = {"bfloat16": "uint16", "float8_e4m3fn": "uint8", "float8_e4m3fnuz": "uint8",
+                  "float8_e5m2": "uint8", "float8_e5m2fnuz": "uint8", "float8_e8m0fnu": "uint8",
+                  "float4_e2m1fn": "uint8", "int4": "uint8", "uint4": "uint8", "int2": "uint8",
+                  "uint2": "uint8"}
 _KINDS = ("input", "const", "intermediate", "output")
 #: no single value or storage may claim more than this (a corrupt size, not a real model)
 MAX_BYTES = 1 << 40
@@ -94,8 +99,12 @@ def check_description(desc: Mapping[str, Any], params: Mapping[str, np.ndarray])
             _fail(where, f"has kind {kind!r} (expected one of {', '.join(_KINDS)})")
         if kind == "intermediate":
             s = _index(where, v.get("storage"), len(storages))
-            if nbytes > storages[s]:
-                _fail(where, f"needs {nbytes} bytes but its storage {s} has {storages[s]}")
+            off = v.get("offset", 0)  # a part of a zero-copy concat
+            if not isinstance(off, int) or isinstance(off, bool) or off < 0:
+                _fail(where, f"has offset {off!r}")
+            if off + nbytes > storages[s]:
+                at = f" at offset {off}" if off else ""
+                _fail(where, f"needs {nbytes} bytes{at} but its storage {s} has {storages[s]}")
         elif kind == "const":
             key = v.get("param")
             arr = params.get(key) if isinstance(key, str) else None
@@ -114,9 +123,15 @@ def check_description(desc: Mapping[str, Any], params: Mapping[str, np.ndarray])
             if kind == "input" and v["kind"] != "input" or kind == "output" and v["kind"] not in (
                     "output", "input", "const"):
                 _fail(where, f"is value {vi} of kind {v['kind']!r}")
-            if list(io.get("shape", [])) != list(v["shape"]) or io.get("dtype") != v["dtype"]:
+            dt = io.get("dtype")
+            if list(io.get("shape", [])) != list(v["shape"]) or (
+                    dt != v["dtype"] and NARROW_STORAGE.get(dt) != v["dtype"]):
                 _fail(where, f"says {io.get('dtype')}{io.get('shape')} but its value is "
                              f"{v['dtype']}{v['shape']}")
+            size_from = io.get("size_from")
+            if size_from is not None:  # a data-dependent size: the count's value, the axis
+                _index(f"{where} size_from", size_from.get("value"), len(values))
+                _index(f"{where} size_from axis", size_from.get("axis"), len(v["shape"]))
     for j, k in enumerate(desc["kernels"]):
         if not isinstance(k, Mapping) or not isinstance(k.get("name"), str):
             _fail(f"kernel {j}", "lacks a name")

@@ -14,7 +14,8 @@ from ..expr import dtype as dt
 
 UNARY_MATH = (
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sigmoid", "erf", "floor", "ceil",
-    "round", "trunc",
+    "round", "trunc", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+    "acosh", "atanh", "log1p", "expm1",
 )
 
 
@@ -43,8 +44,51 @@ sigmoid = _unary("sigmoid")
 erf = _unary("erf")
 floor = _unary("floor")
 ceil = _unary("ceil")
-round = _unary("round")  # noqa: A001
+round = _unary("round")  # noqa: A001  (to nearest, ties to even)
 trunc = _unary("trunc")
+sin = _unary("sin")
+cos = _unary("cos")
+tan = _unary("tan")
+asin = _unary("asin")
+acos = _unary("acos")
+atan = _unary("atan")
+sinh = _unary("sinh")
+cosh = _unary("cosh")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
+log1p = _unary("log1p")
+expm1 = _unary("expm1")
+
+BIT_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right")
+
+
+def _bit_op(op: str) -> Any:
+    def f(x: Any, y: Any) -> PrimExpr:
+        x, y = _c.binary_args(x, y)
+        if dt.is_float(x.dtype):
+            raise TypeError(f"{op} needs integer or bool operands, got {x.dtype}")
+        return _c.call(x.dtype, op, x, y)
+
+    f.__name__ = op
+    f.__doc__ = (f"Elementwise {op} of integers (C semantics; a shift amount outside "
+                 "[0, bits) is undefined: guard it).")
+    return f
+
+
+bitwise_and = _bit_op("bitwise_and")
+bitwise_or = _bit_op("bitwise_or")
+bitwise_xor = _bit_op("bitwise_xor")
+shift_left = _bit_op("shift_left")
+shift_right = _bit_op("shift_right")  # arithmetic for signed types, logical for unsigned
+
+
+def reinterpret(x: Any, dtype: str) -> PrimExpr:
+    """The bits of `x` read as `dtype` (same width): float32 <-> int32/uint32 and so on."""
+    x = convert(x)
+    if dt.bits(x.dtype) != dt.bits(dtype):
+        raise TypeError(f"reinterpret {x.dtype} as {dtype}: the widths differ")
+    return _c.call(dt.with_lanes(dtype, dt.lanes(x.dtype)), "reinterpret", x)
 
 
 def abs(x: Any) -> PrimExpr:  # noqa: A001

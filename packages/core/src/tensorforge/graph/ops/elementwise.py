@@ -52,6 +52,8 @@ _UNARY: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
         lambda x, at: x * te.min_expr(te.max_expr(x * _f(x, 1 / 6) + _f(x, 0.5), _f(x, 0)),
                                       _f(x, 1)),
     ),
+    # x * sigmoid(x) (SiLU, swish): what `combine_swish` makes of Mul(x, Sigmoid(x))
+    "silu": (lambda a, at: a / (1 + np.exp(-a)), lambda x, at: x * te.sigmoid(x)),
 }
 
 
@@ -102,10 +104,31 @@ def _cast_infer(types: TypeList, attrs: dict[str, Any]) -> TypeList:
 
 
 def _cast_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    from ..narrow_types import FORMATS
+
+    if ins[0].dtype.name in FORMATS or at["to"] in FORMATS:
+        return [_narrow_cast_np(ins[0], at)]
     x, to = ins[0], np.dtype(at["to"])
     if x.dtype.kind == "f" and to.kind in "iub":
         return [float_to_int_np(x, at["to"], at.get("saturate", False))]
     return [x.astype(to)]
+
+
+def _narrow_cast_np(x: np.ndarray, at: dict[str, Any]) -> np.ndarray:
+    """A cast from or to a narrow type (bfloat16, float8 ...) as the kernels do it
+    (graph/narrow_types.py: rounding, saturate); the legalize pass rewrites it before code
+    generation."""
+    from ..narrow_types import FORMATS, compute_dtype, decode_np, encode_np, numpy_dtype
+
+    to = at["to"]
+    src = FORMATS.get(x.dtype.name)
+    if src is not None:
+        x = decode_np(x.view(src.storage), src)
+    if to not in FORMATS:
+        return x.astype(to)
+    bits = encode_np(x.astype(compute_dtype(to)), FORMATS[to], at.get("saturate", True),
+                     at.get("round_mode", "nearest"))
+    return bits.view(numpy_dtype(to))
 
 
 def _cast_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:

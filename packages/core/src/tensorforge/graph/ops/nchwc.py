@@ -1,8 +1,8 @@
 """Blocked-layout graph ops, introduced by the NCHW[x]c layout pass (`passes/layout_nchwc.py`):
-`layout_transform`, `conv2d_nchwc`, `depthwise_conv2d_nchwc`, `dense_packed`, the NCHW[x]c
-pools and `pixel_shuffle` (the interleave of a transposed convolution rewritten as a
-convolution). Every op has a numpy reference (unpack, the NCHW reference, pack), so
-`run_reference` and constant folding work on rewritten graphs."""
+`layout_transform`, `conv2d_nchwc` (grouped too), `depthwise_conv2d_nchwc`, `dense_packed`,
+the NCHW[x]c pools, `channel_shuffle` and `pixel_shuffle` (the interleave of a transposed
+convolution rewritten as a convolution). Every op has a numpy reference (unpack, the NCHW
+reference, pack), so `run_reference` and constant folding work on rewritten graphs."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def _conv_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
         w = ins[1].transpose(0, 5, 1, 4, 2, 3).reshape(cc * b, 1, kh, kw)
         groups = x.shape[1]
     else:
-        w, groups = _unpack_w(ins[1]), 1
+        w, groups = _unpack_w(ins[1]), at.get("groups", 1)
     out = ref.conv2d_nchw(x, w, at.get("strides", (1, 1)), at.get("pads", 0),
                           at.get("dilations", (1, 1)), groups)
     if len(ins) > 2:
@@ -84,7 +84,7 @@ def _conv_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any
     if at.get("depthwise", False):
         y = nb.depthwise_conv2d_nchwc(ins[0], ins[1], s, p, d)
     else:
-        y = conv2d_nchwc(ins[0], ins[1], s, p, d)
+        y = conv2d_nchwc(ins[0], ins[1], s, p, d, groups=at.get("groups", 1))
     if len(ins) > 2:
         y = _bias(y, ins[2], out[0][0][-1])
     return [y]
@@ -92,7 +92,7 @@ def _conv_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any
 
 register_op("conv2d_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE, _conv_infer, _conv_ref,
             _conv_compute, doc="conv2d on NCHW<x>c data, OIHW<x>i<y>o weights [, bias (O,)]; "
-            "attrs strides, pads, dilations")
+            "attrs strides, pads, dilations, groups (x divides C/groups, y O/groups)")
 
 
 def _dw_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
@@ -107,7 +107,7 @@ register_op("depthwise_conv2d_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE, _dw_infer,
 
 def _dense_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
     no, k, b = ins[1].shape
-    w = ins[1].transpose(0, 2, 1).reshape(no * b, k)
+    w = ins[1].transpose(0, 2, 1).reshape(no * b, k)[:at.get("units") or no * b]
     y = ins[0].astype("float64") @ w.T.astype("float64")
     if len(ins) > 2:
         y = y + ins[2]
@@ -115,7 +115,7 @@ def _dense_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
 
 
 def _dense_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
-    y = nb.dense_packed(ins[0], ins[1])
+    y = nb.dense_packed(ins[0], ins[1], units=at.get("units"))
     if len(ins) > 2:
         b = ins[2]
         y = te.compute(y.shape, lambda i, j: y[i, j] + b[j], name="bias_add", tag="broadcast")
@@ -123,10 +123,12 @@ def _dense_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[An
 
 
 register_op("dense_packed", OpPattern.OUT_ELEMWISE_FUSABLE,
-            lambda types, at: [((types[0][0][0], types[1][0][0] * types[1][0][2]),
+            lambda types, at: [((types[0][0][0],
+                                 at.get("units") or types[1][0][0] * types[1][0][2]),
                                 types[0][1])],
             _dense_ref, _dense_compute,
-            doc="x (M, K) @ W^T with W packed NK<y>n: (N/y, K, y) [+ bias (N,)]")
+            doc="x (M, K) @ W^T with W packed NK<y>n: (N/y, K, y) [+ bias (N,)]; attr units "
+                "(optional): N when the last panel is zero-padded")
 
 
 def _pool5_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
@@ -230,3 +232,26 @@ register_op("conv2d_winograd_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE, _wino_infer
             _wino_compute, doc="3x3 stride-1 conv by Winograd F(m x m, 3x3) on NCHW<x>c data "
             "and weights transformed at compile time, U (a, a, O/y, C, y), a = m + 2 [, bias "
             "(O,)]; attrs m (2 or 4), pads")
+
+
+def _shuffle_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    x = ins[0]
+    blocked = x.ndim == 5
+    if blocked:
+        b = x.shape[-1]
+        x = _unpack(x)
+    n, c, h, w = x.shape
+    g = at["groups"]
+    y = np.ascontiguousarray(x.reshape(n, g, c // g, h, w).transpose(0, 2, 1, 3, 4)
+                             ).reshape(n, c, h, w)
+    return [_pack(y, b) if blocked else y]
+
+
+def _shuffle_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    return [nb.channel_shuffle(ins[0], at["groups"])]
+
+
+register_op("channel_shuffle", OpPattern.INJECTIVE, lambda types, at: [types[0]], _shuffle_ref,
+            _shuffle_compute,
+            doc="ShuffleNet's channel shuffle (reshape to (N, g, C/g, H, W), swap axes 1 and 2, "
+                "reshape back) on NCHW or NCHW<x>c; attrs groups")

@@ -85,10 +85,22 @@ def _matmul_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
     return [(shape, types[0][1])]
 
 
+def _acc_dtype(dtype: str) -> str | None:
+    """float16 products accumulate in float32 (as ONNX Runtime and PyTorch do)."""
+    return "float32" if dtype == "float16" else None
+
+
+def _round_to(y: Any, dtype: str) -> Any:
+    if y.dtype == dtype:
+        return y
+    return te.compute(y.shape, lambda *i: y[i].astype(dtype), name="cast", tag="elemwise")
+
+
 def _matmul_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
     a, b = ins
+    acc = _acc_dtype(a.dtype)
     if len(a.shape) == 2 and len(b.shape) == 2:
-        return [ops.matmul(a, b)]
+        return [_round_to(ops.matmul(a, b, out_dtype=acc), a.dtype)]
     shape = out[0][0]
     ka = a.shape[-1]
     k = te.reduce_axis((0, ka), name="k")
@@ -103,11 +115,12 @@ def _matmul_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[A
 
         ai = bidx(a, na) + [i[-2], k]
         bi = bidx(b, nb) + [k, i[-1]]
-        return te.sum(a[tuple(ai)] * b[tuple(bi)], axis=k)
+        dt = acc or a.dtype
+        return te.sum(a[tuple(ai)].astype(dt) * b[tuple(bi)].astype(dt), axis=k)
 
     if na < 2 or nb < 2:
         raise NotImplementedError("matmul with a 1-D operand is reshaped by the frontend")
-    return [te.compute(shape, f, name="batch_matmul", tag="matmul")]
+    return [_round_to(te.compute(shape, f, name="batch_matmul", tag="matmul"), a.dtype)]
 
 
 register_op("matmul", OpPattern.OUT_ELEMWISE_FUSABLE, _matmul_infer,
@@ -129,11 +142,12 @@ def _dense_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
 
 
 def _dense_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
-    y = ops.dense(ins[0], ins[1])
+    y = ops.dense(ins[0], ins[1], out_dtype=_acc_dtype(ins[0].dtype))
     if len(ins) > 2:
         b = ins[2]
-        y = te.compute(y.shape, lambda i, j: y[i, j] + b[j], name="bias_add", tag="broadcast")
-    return [y]
+        y = te.compute(y.shape, lambda i, j: y[i, j] + b[j].astype(y.dtype), name="bias_add",
+                       tag="broadcast")
+    return [_round_to(y, ins[0].dtype)]
 
 
 register_op("dense", OpPattern.OUT_ELEMWISE_FUSABLE, _dense_infer, _dense_ref,
@@ -209,6 +223,14 @@ def _softmax_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
     return [ref.softmax(ins[0], at.get("axis", -1)).astype(ins[0].dtype)]
 
 
+def _softmax_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    x = ins[0]
+    if x.dtype != "float16":
+        return [ops.softmax(x, at.get("axis", -1))]
+    wide = te.compute(x.shape, lambda *i: x[i].astype("float32"), name="widen", tag="elemwise")
+    return [_round_to(ops.softmax(wide, at.get("axis", -1)), x.dtype)]
+
+
 register_op("softmax", OpPattern.OPAQUE, lambda types, at: [types[0]], _softmax_ref,
-            lambda ins, at, out: [ops.softmax(ins[0], at.get("axis", -1))],
+            _softmax_compute,
             doc="softmax along attrs['axis']")

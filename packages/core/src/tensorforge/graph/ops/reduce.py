@@ -29,7 +29,7 @@ def _reduce_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
     return [(out, dt)]
 
 
-_NP = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}
+_NP = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod}
 
 
 def _reduce_ref(kind: str) -> Any:
@@ -54,7 +54,7 @@ def _reduce_compute(kind: str) -> Any:
     return compute
 
 
-for _kind in ("sum", "mean", "max", "min"):
+for _kind in ("sum", "mean", "max", "min", "prod"):
     register_op(f"reduce_{_kind}", OpPattern.COMM_REDUCE, _reduce_infer, _reduce_ref(_kind),
                 _reduce_compute(_kind), doc=f"reduce_{_kind} over attrs axes (None: all), "
                 "keepdims")

@@ -138,6 +138,20 @@ def _compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
 
         return [te.compute(out[0][0], fn, name="resize_nearest", tag="injective")]
 
+    if len(dims) >= 2:  # separable: the last resized axis first, at the input's other sizes
+        last = dims[-1]
+        mid_shape = tuple(at["size"][d] if d == last else shape[d] for d in range(len(shape)))
+        mid = te.compute(mid_shape, _lerp(x, [last], src, clamp), name="resize_linear_rows",
+                         tag="injective_root")
+        return [te.compute(out[0][0], _lerp(mid, dims[:-1], src, clamp, x.dtype),
+                           name="resize_linear", tag="injective")]
+    return [te.compute(out[0][0], _lerp(x, dims, src, clamp, x.dtype), name="resize_linear",
+                       tag="injective")]
+
+
+def _lerp(x: Any, dims: list[int], src: Any, clamp: Any, out_dtype: str = "float32") -> Any:
+    """Linear interpolation of `x` along `dims` (the sum over the 2^len(dims) corners)."""
+
     def fl(*i: Any) -> Any:
         lo, hi, w = {}, {}, {}
         for d in dims:
@@ -156,11 +170,129 @@ def _compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
             v = te.cast(x[tuple(ii)], "float32")
             v = v if wc is None else wc * v
             acc = v if acc is None else acc + v
-        return te.cast(acc, x.dtype)
+        return te.cast(acc, out_dtype)
 
-    return [te.compute(out[0][0], fl, name="resize_linear", tag="injective")]
+    return fl
 
 
 register_op("resize", OpPattern.INJECTIVE, lambda types, at: [(tuple(at["size"]), types[0][1])],
             _ref, _compute, doc="ONNX Resize (nearest | linear over any dims); attrs size, "
             "scales, mode, coord, nearest_mode")
+
+
+# resize along one axis with precomputed taps: cubic, antialiased and cropped resizes ------
+def _coeffs(ratio: float, scale: float, at: dict[str, Any]) -> tuple[int, np.ndarray]:
+    """(offset of the first tap from the left neighbour, weights) as onnx's reference."""
+    mode = at["mode"]
+    if mode == "nearest":
+        m = at.get("nearest_mode", "round_prefer_floor")
+        if float(ratio).is_integer():
+            w = [0.0, 1.0]
+        else:
+            w = {"round_prefer_floor": [ratio <= 0.5, ratio > 0.5],
+                 "round_prefer_ceil": [ratio < 0.5, ratio >= 0.5],
+                 "floor": [1, 0], "ceil": [0, 1]}[m]
+        return 0, np.array(w, "float64")
+    a = at.get("cubic_a", -0.75)
+    if at.get("antialias"):
+        s = min(scale, 1.0)
+        if mode == "linear":
+            start = int(np.floor(-1 / s) + 1)
+            args = (np.arange(start, 2 - start) - ratio) * s
+            w = np.clip(1 - np.abs(args), 0, 1)
+        else:
+            start = int(np.floor(-2 / s) + 1)
+            xs = np.abs(s * (np.arange(start, 2 - start) - ratio))
+            w = np.where(xs <= 1, (a + 2) * xs ** 3 - (a + 3) * xs ** 2 + 1,
+                         np.where(xs < 2, a * xs ** 3 - 5 * a * xs ** 2 + 8 * a * xs - 4 * a,
+                                  0.0))
+        return start, w / w.sum()
+    if mode == "linear":
+        return 0, np.array([1 - ratio, ratio])
+    r = ratio
+    return -1, np.array([((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+                         ((a + 2) * r - (a + 3)) * r * r + 1,
+                         ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
+                         ((a * (2 - r) - 5 * a) * (2 - r) + 8 * a) * (2 - r) - 4 * a])
+
+
+def resize_taps(n_in: int, n_out: int, scale: float, at: dict[str, Any],
+                roi: tuple[float, float] = (0.0, 1.0)) -> tuple[np.ndarray, np.ndarray]:
+    """Per output index: the input indices (clamped, as edge padding) and weights of its
+    taps, and whether it takes the extrapolation value (tf_crop_and_resize outside the
+    image: weights NaN-free, flagged in a last weight column of 1)."""
+    coord = at.get("coord", "half_pixel")
+    rows: list[tuple[list[int], list[float], bool]] = []
+    width = n_in * scale
+    for x in range(n_out):
+        if coord == "tf_crop_and_resize":
+            xo = ((roi[1] - roi[0]) * (n_in - 1) / 2 if width == 1 else
+                  x * (roi[1] - roi[0]) * (n_in - 1) / (width - 1)) + roi[0] * (n_in - 1)
+            if xo < 0 or xo > n_in - 1:
+                rows.append(([0], [0.0], True))
+                continue
+        elif coord == "align_corners":
+            xo = 0.0 if width == 1 else x * (n_in - 1) / (width - 1)
+        elif coord == "asymmetric":
+            xo = x / scale
+        elif coord == "pytorch_half_pixel" and width == 1:
+            xo = -0.5
+        elif coord == "half_pixel_symmetric":
+            xo = n_in / 2 * (1 - n_out / width) + (x + 0.5) / scale - 0.5
+        else:  # half_pixel, pytorch_half_pixel
+            xo = (x + 0.5) / scale - 0.5
+        left = int(np.ceil(xo)) - 1 if float(xo).is_integer() else int(np.floor(xo))
+        first, w = _coeffs(xo - left, scale, at)
+        idx = [left + first + t for t in range(len(w))]
+        if at.get("exclude_outside"):
+            w = np.where([(0 <= i < n_in) for i in idx], w, 0.0)
+            w = w / w.sum()
+        rows.append(([min(max(i, 0), n_in - 1) for i in idx], list(w), False))
+    t = max(len(r[0]) for r in rows)
+    index = np.zeros((n_out, t), "int32")
+    weight = np.zeros((n_out, t + 1), "float32")
+    for o, (ii, ww, ext) in enumerate(rows):
+        index[o, :len(ii)] = ii
+        weight[o, :len(ww)] = ww
+        weight[o, t] = 1.0 if ext else 0.0
+    return index, weight
+
+
+def _taps_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
+    x, index, weight = ins
+    axis = at["axis"]
+    t = index.shape[1]
+    xm = np.moveaxis(x.astype("float64"), axis, -1)
+    y = (xm[..., index] * weight[:, :t]).sum(-1)
+    y = np.where(weight[:, t] > 0, at.get("extrapolation", 0.0), y)
+    return [np.moveaxis(y, -1, axis).astype(x.dtype)]
+
+
+def _taps_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
+    x, index, weight = ins
+    axis = at["axis"]
+    t = int(index.shape[1].value)
+
+    def f(*i: Any) -> Any:
+        o = i[axis]
+        acc = None
+        for k in range(t):
+            src = tuple(index[o, const(k)] if d == axis else v for d, v in enumerate(i))
+            term = weight[o, const(k)] * te.cast(x[src], "float32")
+            acc = term if acc is None else acc + term
+        ext = weight[o, const(t)] > const(0.0, "float32")
+        acc = te.select(ext, const(at.get("extrapolation", 0.0), "float32"), acc)
+        return te.cast(acc, x.dtype)
+
+    return [te.compute(out[0][0], f, name="resize_taps", tag="injective")]
+
+
+def _taps_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
+    shape = list(types[0][0])
+    shape[at["axis"]] = types[1][0][0]
+    return [(tuple(shape), types[0][1])]
+
+
+register_op("resize_taps", OpPattern.INJECTIVE, _taps_infer, _taps_ref, _taps_compute,
+            doc="resize along attrs axis with tap tables (index (out, T) int32, weight "
+            "(out, T+1) float32: the last column flags extrapolation); attr extrapolation")

@@ -78,7 +78,7 @@ def fold_constants(g: Graph, limit_bytes: int | None = None) -> Graph:
             continue
         results = get_op(n.op).reference([v.const for v in n.inputs], n.attrs)
         for o, r in zip(n.outputs, results):
-            arr = np.ascontiguousarray(np.asarray(r).astype(o.dtype, copy=False).reshape(o.shape))
+            arr = np.array(np.asarray(r).astype(o.dtype, copy=False).reshape(o.shape), order="C")
             c = Value(o.name, o.shape, o.dtype, const=arr)
             if n.op in TRANSFORMS and len(n.inputs) == 1:  # a package can redo it at load
                 c.origin = (n.op, dict(n.attrs), n.inputs[0])

@@ -35,6 +35,7 @@ from ...naming import c_identifier
 from ..groups import FusedGroup
 from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
+from .concat_views import concat_views
 
 _EW = OpPattern.BROADCAST
 _INJ = OpPattern.INJECTIVE
@@ -82,14 +83,16 @@ class _Group:
 def fuse_ops(g: Graph, enabled: bool = True,
              device_of: Callable[[Node], str] | None = None) -> list[FusedGroup]:
     """Cut `g` into fused groups (one kernel each), in an order that respects dependencies;
-    with `device_of`, groups never span two devices."""
+    with `device_of`, groups never span two devices. A zero-copy concat (`concat_views`) is
+    a group of its own that nothing joins (a view, no kernel)."""
     consumers = g.consumers()
+    views = concat_views(g).nodes if enabled else set()
     graph_outputs = {id(v) for v in g.outputs}
     group_of: dict[int, _Group] = {}  # id(node) -> group
     groups: list[_Group] = []
     for n in g.nodes:
         opdef = get_op(n.op)
-        pattern = opdef.pattern
+        pattern = OpPattern.OPAQUE if id(n) in views else opdef.pattern
         joined = None
         if enabled and pattern < OpPattern.OUT_ELEMWISE_FUSABLE:
             for pos, v in enumerate(n.inputs):
@@ -118,7 +121,7 @@ def fuse_ops(g: Graph, enabled: bool = True,
                 joined.deps.add(src)
     if enabled:
         groups = _merge_epilogues(g, groups, group_of, device_of)
-    return _finish(g, groups, consumers, graph_outputs)
+    return _finish(g, groups, consumers, graph_outputs, views)
 
 
 def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group],
@@ -170,7 +173,7 @@ def _makes_cycle(grp: _Group, n: Node, group_of: dict[int, _Group]) -> bool:
 
 
 def _finish(g: Graph, groups: list[_Group], consumers: dict[Value, list[Node]],
-            graph_outputs: set[int]) -> list[FusedGroup]:
+            graph_outputs: set[int], views: set[int]) -> list[FusedGroup]:
     groups = _topological(groups)
     result: list[FusedGroup] = []
     produced: set[int] = {id(v) for v in g.inputs}
@@ -195,7 +198,7 @@ def _finish(g: Graph, groups: list[_Group], consumers: dict[Value, list[Node]],
                     "before it is computed (a fusion cycle; please report this)")
         produced.update(id(o) for o in outputs)
         result.append(FusedGroup(_name(k, grp, used_names), list(grp.nodes), inputs, outputs,
-                                 grp.master, grp.pattern))
+                                 grp.master, grp.pattern, view=id(grp.master) in views))
     return result
 
 

@@ -14,9 +14,11 @@ from typing import Any, TextIO
 
 from ...pass_infra import PassSwitches, run_named_passes
 from ..ir import Graph
+from .activations import combine_swish
 from .fold import fold_batch_norm, fold_constants
 from .index_ranges import annotate_index_ranges
 from .layout import layout_transform, run_plugin_passes
+from .narrow import legalize_narrow_types
 from .placement import place
 from .simplify import (
     copy_graph,
@@ -47,15 +49,18 @@ def run_graph_passes(g: Graph, passes: Iterable[tuple[str, GraphPass]]) -> Graph
 
 def default_graph_passes(target: Any = None, opt_level: int = 3, host: Any = None
                          ) -> list[tuple[str, GraphPass]]:
-    """The pipeline, in order. opt-level 0 only checks types and drops dead nodes (and, for
-    a device target, places them). `host` runs what a device target cannot."""
-    passes: list[tuple[str, GraphPass]] = [("infer_types", infer_types)]
+    """The pipeline, in order. opt-level 0 only checks types, decodes narrow types and drops
+    dead nodes (and, for a device target, places them). `host` runs what a device target
+    cannot."""
+    passes: list[tuple[str, GraphPass]] = [("infer_types", infer_types),
+                                           ("legalize_narrow_types", legalize_narrow_types)]
     if opt_level >= 1:
         passes += [
             ("plugin_before_fusion", partial(run_plugin_passes, target=target,
                                              stage="graph.before_fusion")),
             ("fold_batch_norm", fold_batch_norm),
             ("fold_constants", fold_constants),
+            ("combine_swish", combine_swish),
             ("eliminate_common_subexpr", eliminate_common_subexpr),
             ("sink_reshape_past_bias", sink_reshape_past_bias),
         ]

@@ -42,6 +42,19 @@ def placed_elsewhere(node: Node, target: Any) -> bool:
     return where is not None and where != getattr(getattr(target, "kind", None), "name", None)
 
 
+def on_host_memory(node: Node) -> bool:
+    """Whether `node` runs where the executor's host arrays live: unplaced (a CPU compile) or
+    placed on a target kind of device type "cpu". Zero-copy concat views exist only there
+    (device pools are not sliced at offsets)."""
+    where = node.attrs.get(DEVICE_ATTR)
+    if where is None:
+        return True
+    from ...plugins import get_registry
+
+    kind = get_registry().targets.get(str(where))
+    return kind is not None and kind.device_type == "cpu"
+
+
 def mark_new(g: Graph, target: Any) -> Graph:
     """Place every unplaced node of `g` on `target` (the nodes a pass of it just made)."""
     name = target.kind.name

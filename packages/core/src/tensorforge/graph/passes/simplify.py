@@ -30,6 +30,7 @@ def copy_graph(g: Graph) -> Graph:
             o.producer = node
         new.nodes.append(node)
     new.outputs = [get(v) for v in g.outputs]
+    new.sized_outputs = dict(g.sized_outputs)
     return new
 
 
