@@ -1,12 +1,13 @@
 """CUDA C++ -> PTX or cubin with NVRTC (`cuda-bindings` + `nvidia-cuda-nvrtc` wheels; no
 driver needed), nvcc as the fallback where NVRTC is not installed.
 
-- PTX is compiled for the virtual architecture (`compute_90`), a cubin for the real one
-  (`sm_90`). The runtime loads cubins only: a pip NVRTC newer than the machine's driver
-  emits PTX that driver cannot JIT, while its SASS runs on any driver of the same major.
+- One NVRTC compile for a real architecture (`sm_90`) gives both the PTX (for the virtual
+  `compute_90`) and the cubin (`CudaBinary`). The runtime loads cubins only: a pip NVRTC
+  newer than the machine's driver emits PTX that driver cannot JIT, while its SASS runs on
+  any driver of the same major.
 - Headers (`cuda_fp16.h`, `mma.h`) come from the installed NVIDIA wheels, and the include
   path is passed only when the source includes something.
-- Results are cached in memory by (source, arch, output).
+- Results are cached in memory by (source, arch).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -80,25 +82,36 @@ def _check(result: Any, what: str) -> Any:
     return rest[0] if len(rest) == 1 else rest
 
 
-_CACHE: dict[str, bytes] = {}
+@dataclass(frozen=True)
+class CudaBinary:
+    """One compile for a real architecture: its PTX (for `compute_XY`) and its cubin."""
+
+    arch: str
+    ptx: bytes
+    cubin: bytes
+
+    @property
+    def entries(self) -> list[str]:
+        return ptx_entries(self.ptx)
+
+
+_CACHE: dict[str, CudaBinary] = {}
 _LOCK = threading.Lock()
 
 
-def compile_source(source: str, arch: str = "sm_80", output: str = "cubin",
-                   name: str = "tensorforge.cu") -> bytes:
-    """`source` compiled by NVRTC (nvcc where NVRTC is missing) to `output` ("cubin" or
-    "ptx") for `arch`."""
-    if output not in ("cubin", "ptx"):
-        raise ValueError(f"output must be 'cubin' or 'ptx', not {output!r}")
+def compile_cuda(source: str, arch: str = "sm_80", name: str = "tensorforge.cu") -> CudaBinary:
+    """`source` compiled once by NVRTC (nvcc where NVRTC is missing) for `arch`: PTX and
+    cubin."""
     cc = check_arch(arch)
-    key = hashlib.sha256(f"{arch}\0{output}\0{source}".encode()).hexdigest()
+    key = hashlib.sha256(f"{arch}\0{source}".encode()).hexdigest()
     with _LOCK:
         if key in _CACHE:
             return _CACHE[key]
     if has_nvrtc():
-        out = _compile_nvrtc(source, cc, output, name)
+        out = _compile_nvrtc(source, cc, name)
     elif shutil.which("nvcc"):
-        out = compile_nvcc(source, arch, output)
+        out = CudaBinary(arch, compile_nvcc(source, arch, "ptx"),
+                         compile_nvcc(source, arch, "cubin"))
     else:
         raise CudaCompileError(f"no CUDA compiler: {INSTALL}, or put nvcc on PATH")
     with _LOCK:
@@ -106,13 +119,19 @@ def compile_source(source: str, arch: str = "sm_80", output: str = "cubin",
     return out
 
 
-def _compile_nvrtc(source: str, cc: int, output: str, name: str) -> bytes:
+def compile_source(source: str, arch: str = "sm_80", output: str = "cubin") -> bytes:
+    """`source` compiled for `arch` to `output`: "cubin" or "ptx"."""
+    if output not in ("cubin", "ptx"):
+        raise ValueError(f"output must be 'cubin' or 'ptx', not {output!r}")
+    return getattr(compile_cuda(source, arch), output)
+
+
+def _compile_nvrtc(source: str, cc: int, name: str) -> CudaBinary:
     nvrtc = _nvrtc()
     prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []),
                   "program creation")
     try:
-        arch = f"-arch={'sm' if output == 'cubin' else 'compute'}_{cc}"
-        opts = [arch, *OPTIONS]
+        opts = [f"-arch=sm_{cc}", *OPTIONS]
         if "#include" in source:
             opts += [f"-I{d}" for d in include_dirs()]
         err, = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
@@ -124,15 +143,11 @@ def _compile_nvrtc(source: str, cc: int, output: str, name: str) -> bytes:
                 f"NVRTC rejected the generated CUDA for sm_{cc} ({err}):\n"
                 f"{log.decode(errors='replace').strip()}\nthis is a code generation bug; the "
                 f"source was:\n{_numbered(source)}")
-        if output == "ptx":
-            size = _check(nvrtc.nvrtcGetPTXSize(prog), "PTX size")
-            buf = b" " * size
-            _check(nvrtc.nvrtcGetPTX(prog, buf), "PTX")
-        else:
-            size = _check(nvrtc.nvrtcGetCUBINSize(prog), "cubin size")
-            buf = b" " * size
-            _check(nvrtc.nvrtcGetCUBIN(prog, buf), "cubin")
-        return buf.rstrip(b"\0") if output == "ptx" else buf
+        ptx = b" " * _check(nvrtc.nvrtcGetPTXSize(prog), "PTX size")
+        _check(nvrtc.nvrtcGetPTX(prog, ptx), "PTX")
+        cubin = b" " * _check(nvrtc.nvrtcGetCUBINSize(prog), "cubin size")
+        _check(nvrtc.nvrtcGetCUBIN(prog, cubin), "cubin")
+        return CudaBinary(f"sm_{cc}", ptx.rstrip(b"\0"), cubin)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
@@ -148,7 +163,7 @@ def compile_nvcc(source: str, arch: str = "sm_80", output: str = "cubin") -> byt
         with open(src, "w") as f:
             f.write(source)
         gpu = f"-arch=sm_{cc}" if output == "cubin" else f"-arch=compute_{cc}"
-        cmd = [nvcc, f"--{output}", gpu, "-std=c++17", *(f"-I{i}" for i in include_dirs()),
+        cmd = [nvcc, f"--{output}", gpu, "-std=c++17",  # its own headers, not the wheels'
                "-o", out, src]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if proc.returncode:

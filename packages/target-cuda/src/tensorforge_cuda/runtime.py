@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from tensorforge.errors import TensorforgeError
-from tensorforge.runtime.device import Device
+from tensorforge.runtime.device import Device, DeviceUnavailable
 
 from .nvrtc import compile_source
 
 
-class NoCudaDevice(TensorforgeError):
+class NoCudaDevice(DeviceUnavailable):
     """No NVIDIA driver or no device: CUDA kernels compile here but cannot run."""
 
 

@@ -37,10 +37,15 @@ from .cfunction import Param, params_from_json, params_to_json
 from .module import Module
 
 __all__ = ["DEVICE_LIBRARY_FORMAT", "Device", "DeviceArray", "DeviceFunction", "DeviceModule",
-           "TimeResult", "get_device", "load_device_module"]
+           "DeviceUnavailable", "TimeResult", "get_device", "load_device_module"]
 
 DEVICE_LIBRARY_FORMAT = "tensorforge.device-library"
 DEVICE_LIBRARY_VERSION = 1
+
+
+class DeviceUnavailable(TensorforgeError):
+    """This machine has no usable device of the kind (no driver, no GPU). Raised by a
+    runtime's `Device()`; a model compiled for that device still exports."""
 
 
 class Device:
