@@ -174,12 +174,16 @@ class CUDADevice(Device):
 
     kind = "cuda"
 
-    def __init__(self, device: int = 0):
-        why = cuda_status(int(device))
-        if why:
-            raise NoCudaDevice(f"cannot run CUDA kernels: {why}; the kernels still compile "
-                               "(tensorforge_cuda.nvrtc) and run on a machine with a GPU")
-        d = self.driver = _driver()
+    def __init__(self, device: int = 0, driver: Any = None):
+        """`driver`: the `cuda.bindings.driver` module (default), or a stand-in with its
+        calls (the tests' recording driver, to follow the launch path without a GPU)."""
+        if driver is None:
+            why = cuda_status(int(device))
+            if why:
+                raise NoCudaDevice(f"cannot run CUDA kernels: {why}; the kernels still "
+                                   "compile (tensorforge_cuda.nvrtc) and run on a machine "
+                                   "with a GPU")
+        d = self.driver = driver or _driver()
         self.handle = check(d.cuDeviceGet(int(device)), "cuDeviceGet")
         attr = d.CUdevice_attribute
         major = check(d.cuDeviceGetAttribute(
