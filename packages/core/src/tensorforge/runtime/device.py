@@ -148,7 +148,8 @@ def _import(ref: str) -> Any:
 #: device kinds a package may name, and the runtime class that drives each: a package names
 #: the kind, never an import path (loading a package must not import what it says)
 DEVICE_RUNTIMES: dict[str, str] = {"opencl": "tensorforge_opencl.runtime:OpenCLDevice",
-                                   "cuda": "tensorforge_cuda.runtime:CUDADevice"}
+                                   "cuda": "tensorforge_cuda.runtime:CUDADevice",
+                                   "metal": "tensorforge_metal.runtime:MetalDevice"}
 
 
 def register_device_runtime(kind: str, runtime: str) -> None:
