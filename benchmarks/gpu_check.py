@@ -149,13 +149,14 @@ def markdown(report: dict[str, Any]) -> str:
              f"conformance: {report['conformance'].get('summary', '')}", "",
              "| model | batch | status | max rel err | tensorforge ms | torch eager ms | "
              "torch.compile ms |", "|---|---|---|---|---|---|---|"]
+    def cell(r: dict[str, Any], k: str, fmt: str = "{:.3f}") -> str:
+        v = r.get(k, "")
+        return fmt.format(v) if isinstance(v, float) else str(v)
+
     for r in report["models"]:
-        def cell(k: str, fmt: str = "{:.3f}") -> str:
-            v = r.get(k, "")
-            return fmt.format(v) if isinstance(v, float) else str(v)
         lines.append(f"| {r['model']} | {r['batch']} | {r.get('status', '')} | "
-                     f"{cell('max_rel_err', '{:.1e}')} | {cell('tensorforge_ms')} | "
-                     f"{cell('torch_eager_ms')} | {cell('torch_compile_ms')} |")
+                     f"{cell(r, 'max_rel_err', '{:.1e}')} | {cell(r, 'tensorforge_ms')} | "
+                     f"{cell(r, 'torch_eager_ms')} | {cell(r, 'torch_compile_ms')} |")
     missing = [k for k, v in report["imports"].items() if v.startswith("MISSING")]
     lines += ["", f"missing imports: {', '.join(missing) or 'none'}"]
     return "\n".join(lines) + "\n"
