@@ -80,6 +80,9 @@ from .features import check_messages, scan
 
 _BINARY = {Add: "+", Sub: "-", Mul: "*", EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">",
            GE: ">=", And: "&&", Or: "||"}
+#: arithmetic that can leave a narrow integer type's range, and those (scalar) types
+_WRAPPING = (Add, Sub, Mul)
+_NARROW_INTS = ("int8", "uint8", "int16", "uint16")
 _C_WORDS = {"auto", "break", "case", "char", "const", "continue", "default", "do", "double",
             "else", "enum", "extern", "float", "for", "goto", "if", "int", "long", "register",
             "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
@@ -415,7 +418,11 @@ class _KernelPrinter:
         if m is None:
             for klass, op in _BINARY.items():
                 if isinstance(e, klass):
-                    return f"({self.expr(e.a)} {op} {self.expr(e.b)})"  # type: ignore[attr-defined]
+                    text = f"({self.expr(e.a)} {op} {self.expr(e.b)})"  # type: ignore[attr-defined]
+                    if klass in _WRAPPING and e.dtype in _NARROW_INTS:
+                        # C computes narrow integers in int: wrap like the type (as LLVM does)
+                        return f"(({self.ctype(e.dtype)}){text})"
+                    return text
             raise CodegenError(f"{self.d.name} printer: no rule for {type(e).__name__} ({e})")
         return m(e)
 
@@ -569,6 +576,14 @@ class _KernelPrinter:
                                    "should have lowered to a shared-memory tree")
             v, off, width = (_strip(self.expr(a)) for a in e.args)
             return tmpl.format(value=v, offset=off, width=width)
+        if op == "reinterpret":
+            half = "float16" in (dt.element(e.dtype), dt.element(e.args[0].dtype))
+            if self.d.reinterpret is None or (half and self.d.half_storage_only):
+                raise CodegenError(f"{self.d.name} cannot reinterpret bits ({e.args[0].dtype} "
+                                   f"as {e.dtype}): no reinterpret spelling, or half is "
+                                   "storage only")
+            return self.d.reinterpret.format(_strip(self.expr(e.args[0])),
+                                             type=self.ctype(e.dtype))
         dtype = e.args[0].dtype if e.args else e.dtype
         return self.math(op, dtype, list(e.args))
 

@@ -62,6 +62,9 @@ BASE_MATH: Mapping[tuple[str, str], str] = MappingProxyType({
     ("floor", ""): "floor({0})", ("ceil", ""): "ceil({0})", ("round", ""): "rint({0})",
     ("nearbyint", ""): "rint({0})", ("trunc", ""): "trunc({0})", ("sin", ""): "sin({0})",
     ("cos", ""): "cos({0})", ("tan", ""): "tan({0})", ("atan", ""): "atan({0})",
+    ("asin", ""): "asin({0})", ("acos", ""): "acos({0})", ("sinh", ""): "sinh({0})",
+    ("cosh", ""): "cosh({0})", ("asinh", ""): "asinh({0})", ("acosh", ""): "acosh({0})",
+    ("atanh", ""): "atanh({0})",
     ("log1p", ""): "log1p({0})", ("expm1", ""): "expm1({0})",
     ("pow", ""): "pow({0}, {1})", ("fma", ""): "fma({0}, {1}, {2})",
     ("fabs", ""): "fabs({0})", ("abs", "float"): "fabs({0})", ("abs", "int"): "abs({0})",
@@ -76,6 +79,12 @@ BASE_MATH: Mapping[tuple[str, str], str] = MappingProxyType({
     **{(op, t): f"{op}(({{type}})({{0}}), ({{type}})({{1}}))" for op in ("min", "max")
        for t in ("int8", "uint8", "int16", "uint16")},
     ("fmod", ""): "fmod({0}, {1})",
+    # integer bit operations in the operands' type (C promotes narrow integers to int; the
+    # ops that emit shifts guard the amount); operands in parentheses (the printer strips
+    # one enclosing pair, which function-call templates do not need)
+    **{(op, ""): f"(({{type}})(({{0}}) {sym} ({{1}})))" for op, sym in (
+        ("bitwise_and", "&"), ("bitwise_or", "|"), ("bitwise_xor", "^"),
+        ("shift_left", "<<"), ("shift_right", ">>"))},
 })
 
 #: element dtype -> C type name shared by the dialects
@@ -131,6 +140,8 @@ class Dialect:
     #: ... and where it is not (None: load and store lane by lane)
     vector_load_unaligned: str | None = "vload{lanes}(0, {ptr} + {offset})"
     vector_store_unaligned: str | None = "vstore{lanes}({value}, 0, {ptr} + {offset})"
+    #: the bits of `{0}` read as `{type}` (same width); None: the dialect cannot
+    reinterpret: str | None = "as_{type}({0})"
     #: vector conversion; None: a C cast
     vector_convert: str | None = "convert_{vtype}({value})"
     math: Mapping[tuple[str, str], str] = field(default_factory=lambda: BASE_MATH)

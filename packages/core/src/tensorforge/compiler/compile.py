@@ -6,6 +6,7 @@ import os
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -204,8 +205,7 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
         progress.advance()
     t1 = time.perf_counter()
     progress.stage(f"code generation ({', '.join(funcs) or tgt.kind.name})")
-    modules = {kind: target_of(kind).kind.load_build()(fs, target_of(kind))
-               for kind, fs in funcs.items()}
+    modules = build_modules(p, funcs, func_of, how, target_of, context)
     progress.finish()
     module = None if not modules else next(iter(modules.values())) if len(modules) == 1 \
         else ModuleSet(modules)
@@ -236,6 +236,48 @@ def _recipe(v: Value, depth: int = 0) -> Any:
         return v.const
     name, attrs, src = v.origin
     return Derived(name, dict(attrs), _recipe(src, depth + 1))
+
+
+def build_modules(p: Plan, funcs: dict[str, list[Any]], func_of: dict[str, str],
+                  how: dict[str, str], target_of: Callable[[str], Target],
+                  context: Callable[[Target], tuple[Any, Any]]) -> dict[str, Any]:
+    """One module per device kind. Device modules are built first: a kernel the device's code
+    generator refuses (a math function its language lacks ...) goes to the host with its twin
+    groups, lowered again for the host, before the host module is built."""
+    host_t = p.placement.host if p.placement is not None else None
+    host = host_t.kind.name if host_t is not None else None
+    modules: dict[str, Any] = {}
+    for kind in [k for k in funcs if k != host] + [host]:  # the host last
+        if kind is None or kind not in funcs:
+            continue
+        gt = target_of(kind)
+        build = gt.kind.load_build()
+        try:
+            modules[kind] = build(funcs[kind], gt)
+            continue
+        except TensorforgeError:
+            if host_t is None or kind == host:
+                raise
+        keep = []
+        for f in funcs[kind]:
+            try:
+                build([f], gt)
+                keep.append(f)
+            except TensorforgeError as exc:
+                why = f"its kernel failed {kind} code generation: {exc}"
+                warnings.warn(f"{f.name}: {why}; it runs on the host", stacklevel=3)
+                twins = [grp for grp in p.groups if func_of.get(grp.name) == f.name]
+                for grp in twins:
+                    _mark_host(p, grp, why)
+                first = next(grp for grp in twins if grp.name == f.name)
+                g, how[f.name] = lower_group(first, host_t, *context(host_t))
+                funcs.setdefault(host, []).append(g)
+                for grp in twins:
+                    how[grp.name] = how[f.name]
+        funcs[kind] = keep
+        if keep:
+            modules[kind] = build(keep, gt)
+    return modules
 
 
 def _mark_host(p: Plan, grp: FusedGroup, why: str) -> None:

@@ -2,7 +2,10 @@
 kernel).
 
 - injective intermediates (padding, broadcasts, casts, exp of a softmax) are inlined into
-  their readers;
+  their readers, except stages tagged `materialize` (read many times each, or a chain of
+  decisions each reading the last: inlined, the work would multiply) and `injective_root`
+  (a separable resize's rows pass): those are computed at root, a kernel each, their results
+  in workspaces (as on the CPU, `schedule_generic.py`);
 - each output stage's data-parallel axes are fused and split into blocks of `threads`
   (`blockIdx.x` x `threadIdx.x`), one output element per thread, its reduction (if any) a
   serial loop in that thread;
@@ -101,6 +104,14 @@ def bind_stage(stage: Any, threads: int) -> Any:
     return bind_elementwise(stage, threads)
 
 
+ROOT_TAGS = ("materialize", "injective_root")
+
+
+def _at_root(op: Any) -> bool:
+    tags = str(getattr(op, "tag", "") or "")
+    return any(t in tags for t in ROOT_TAGS)
+
+
 def _stages(s: Any) -> list[Any]:
     return [st for st in s.stages if isinstance(st.op, ComputeOp)]
 
@@ -116,7 +127,11 @@ def schedule_gpu_generic(outs: list[Tensor] | Tensor, target: Any = None,
     out_ops = {o.op for o in outs}
     reductions = [st for st in _stages(s) if st.op.reduce_axis and st.op not in out_ops]
     for st in _stages(s):
-        if st.op not in out_ops and not st.op.reduce_axis:
+        if st.op in out_ops or st.op.reduce_axis:
+            continue
+        if _at_root(st.op):
+            bind_stage(st, n)
+        else:
             st.compute_inline()
     tx = {o.op: bind_stage(s[o], n) for o in outs}
     main = outs[0]

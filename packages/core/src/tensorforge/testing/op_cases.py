@@ -326,6 +326,82 @@ def _math(fn: str) -> Callable[[np.random.Generator], Built]:
     return build
 
 
+def _erf(x: np.ndarray) -> np.ndarray:
+    import math
+
+    return np.vectorize(math.erf)(x)
+
+
+#: every unary math intrinsic of `te` (`te.intrin.UNARY_MATH`): (input map into its domain,
+#: numpy reference); the rounding ones see exact halves (ties go to even)
+INTRIN_REFS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], Callable[..., Any]]] = {
+    "exp": (lambda x: x * 3, np.exp), "exp2": (lambda x: x * 3, np.exp2),
+    "log": (lambda x: np.abs(x) + 0.1, np.log), "log2": (lambda x: np.abs(x) + 0.1, np.log2),
+    "sqrt": (np.abs, np.sqrt), "rsqrt": (lambda x: np.abs(x) + 0.1, lambda x: 1 / np.sqrt(x)),
+    "tanh": (lambda x: x * 4, np.tanh),
+    "sigmoid": (lambda x: x * 6, lambda x: 1 / (1 + np.exp(-x))),
+    "erf": (lambda x: x * 2, _erf), "floor": (lambda x: np.round(x * 8) / 2, np.floor),
+    "ceil": (lambda x: np.round(x * 8) / 2, np.ceil),
+    "round": (lambda x: np.round(x * 8) / 2, np.round),
+    "trunc": (lambda x: np.round(x * 8) / 2, np.trunc), "sin": (lambda x: x * 3, np.sin),
+    "cos": (lambda x: x * 3, np.cos), "tan": (lambda x: x * 1.2, np.tan),
+    "asin": (lambda x: x * 0.95, np.arcsin), "acos": (lambda x: x * 0.95, np.arccos),
+    "atan": (lambda x: x * 5, np.arctan), "sinh": (lambda x: x * 3, np.sinh),
+    "cosh": (lambda x: x * 3, np.cosh), "asinh": (lambda x: x * 5, np.arcsinh),
+    "acosh": (lambda x: np.abs(x) * 5 + 1, np.arccosh),
+    "atanh": (lambda x: x * 0.95, np.arctanh), "log1p": (lambda x: np.abs(x) * 3, np.log1p),
+    "expm1": (lambda x: x * 2, np.expm1),
+}
+
+
+def _intrin(fn: str) -> Callable[[np.random.Generator], Built]:
+    def build(rng: np.random.Generator) -> Built:
+        te, ops = _te()
+        domain, ref = INTRIN_REFS[fn]
+        X = te.placeholder((3, 37), name="X")
+        x = domain(rand(rng, (3, 37))).astype("float32")
+        return Built([X, ops.elementwise(X, getattr(te, fn))], [x], [ref(x.astype("float64"))])
+    return build
+
+
+def _bit_ops(dtype: str) -> Callable[[np.random.Generator], Built]:
+    """Bit operations on nested operands (operator precedence in C-like printers) and narrow
+    arithmetic that wraps before it is shifted (C computes narrow integers in int). int32 and
+    int64 operands stay in half their range (their overflow is undefined in C)."""
+    def build(rng: np.random.Generator) -> Built:
+        te, _ = _te()
+        n, info = 40, np.iinfo(dtype)
+        lo, hi = (int(info.min), int(info.max)) if info.bits < 32 else (
+            int(info.min) // 2, int(info.max) // 2)
+        A = te.placeholder((n,), dtype, name="A")
+        B = te.placeholder((n,), dtype, name="B")
+        a = rng.integers(lo, hi + 1, n).astype(dtype)
+        b = rng.integers(lo, hi + 1, n).astype(dtype)
+        c = {k: te.const(k, dtype) for k in (3, 15, info.bits - 1)}
+
+        def f(i: Any) -> Any:
+            return te.bitwise_xor(
+                te.shift_right(A[i] + B[i], te.bitwise_and(B[i], c[info.bits - 1])),
+                te.bitwise_or(te.shift_left(te.bitwise_and(A[i], c[15]),
+                                            te.bitwise_and(B[i], c[3])),
+                              te.bitwise_and(A[i], B[i])))
+        out = te.compute((n,), f, name="bits")
+        k = {v: np.array(v, dtype) for v in (3, 15, info.bits - 1)}
+        with np.errstate(over="ignore"):
+            want = ((a + b) >> (b & k[info.bits - 1])) ^ (((a & k[15]) << (b & k[3])) | (a & b))
+        return Built([A, B, out], [a, b], [want.astype(dtype)], exact=True)
+    return build
+
+
+def _reinterpret(rng: np.random.Generator) -> Built:
+    te, _ = _te()
+    X = te.placeholder((30,), name="X")
+    x = (rand(rng, (30,)) * 100).astype("float32")
+    bits = te.compute((30,), lambda i: te.reinterpret(X[i], "int32") + 1, name="bits")
+    back = te.compute((30,), lambda i: te.reinterpret(bits[i] - 1, "float32"), name="back")
+    return Built([X, bits, back], [x], [x.view("int32") + 1, x], exact=True)
+
+
 def _uint8_wraps(rng: np.random.Generator) -> Built:
     te, ops = _te()
     A = te.placeholder((50,), "uint8", name="A")
@@ -402,6 +478,10 @@ def _cases() -> list[OpCase]:
             for op in BCAST_FNS for i, sh in enumerate(BCAST_SHAPES)]
     out += [OpCase(f"math_{fn}", fn, _math(fn))
             for fn in ("exp", "tanh", "sqrt_abs", "sigmoid", "log1p_abs")]
+    out += [OpCase(f"intrin_{fn}", fn, _intrin(fn)) for fn in INTRIN_REFS]
+    out += [OpCase(f"bit_ops_{t}", "bitwise_and", _bit_ops(t))
+            for t in ("int32", "uint8", "int16", "int64")]
+    out += [OpCase("reinterpret", "bitcast", _reinterpret)]
     out += [OpCase("uint8_wraps", "add", _uint8_wraps), OpCase("float16", "add", _float16),
             OpCase("bool_mask_select", "where", _bool_mask)]
     out += [OpCase(f"transpose_{''.join(map(str, p))}", "transpose", _transpose(p))
