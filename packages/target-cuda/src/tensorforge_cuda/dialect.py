@@ -19,7 +19,8 @@ TYPES = {"int8": "signed char", "uint8": "unsigned char", "int16": "short",
 #: single-precision spellings (CUDA's `exp(float)` overload exists, `expf` says it plainly)
 MATH = {**{(op, "float32"): f"{op}f({{0}})" for op in (
     "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "erf", "floor", "ceil",
-    "trunc", "sin", "cos", "tan", "atan", "log1p", "expm1", "fabs")},
+    "trunc", "sin", "cos", "tan", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh",
+    "atanh", "log1p", "expm1", "fabs")},
         ("round", "float32"): "rintf({0})", ("nearbyint", "float32"): "rintf({0})",
         ("abs", "float32"): "fabsf({0})", ("pow", "float32"): "powf({0}, {1})",
         ("fma", "float32"): "fmaf({0}, {1}, {2})", ("fmod", "float32"): "fmodf({0}, {1})",
@@ -27,6 +28,8 @@ MATH = {**{(op, "float32"): f"{op}f({{0}})" for op in (
         **WMMA_MATH}
 
 HELPER = "static __device__ __forceinline__"
+BITCAST = (f"template <typename T, typename F> {HELPER} T tf_bitcast(F x) {{\n"
+           "  T y;\n  memcpy(&y, &x, sizeof(T));\n  return y;\n}")
 
 
 def preamble(f: Features) -> str:
@@ -36,6 +39,8 @@ def preamble(f: Features) -> str:
         lines.append("#include <cuda_fp16.h>")
     if any(op.startswith("cuda.wmma") for op, _ in f.calls):
         lines += ["#include <mma.h>", WMMA_HELPERS]
+    if f.uses("reinterpret"):
+        lines.append(BITCAST)
     lines += floor_helpers(f, CUDA, HELPER) + nan_minmax_helpers(f, CUDA, HELPER)
     return "\n".join(lines)
 
@@ -76,6 +81,7 @@ CUDA = Dialect(
     half_load="__half2float({ptr}[{offset}])",
     half_store="{ptr}[{offset}] = __float2half({value})",
     int64_suffix="LL",
+    reinterpret="tf_bitcast<{type}>({0})",
     shuffle_down="__shfl_down_sync(__activemask(), {value}, {offset}, {width})",
     shuffle_idx="__shfl_sync(__activemask(), {value}, {offset}, {width})",
     unroll_pragma="#pragma unroll",

@@ -11,7 +11,7 @@ from tensorforge.codegen.dialect import floor_helpers, nan_minmax_helpers
 
 #: float32 math through precise:: (Metal's default is fast math)
 PRECISE = ("exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "tanh", "sin", "cos", "tan",
-           "atan", "fabs")
+           "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "fabs")
 MATH = {**{(op, "float32"): f"precise::{op}({{0}})" for op in PRECISE},
         ("abs", "float32"): "precise::fabs({0})", ("pow", "float32"): "precise::pow({0}, {1})",
         ("fmod", "float32"): "precise::fmod({0}, {1})",
@@ -72,6 +72,7 @@ METAL = Dialect(
     vector_convert="{vtype}({value})",
     math=MATH,
     half_storage_only=False,
+    reinterpret="as_type<{type}>({0})",
     shuffle_down="simd_shuffle_down({value}, (ushort)({offset}))",
     # lane `offset` of this thread's `width`-lane segment of the SIMD group
     shuffle_idx="simd_shuffle({value}, (ushort)((tf_lane / {width}) * {width} + {offset}))",
