@@ -3,6 +3,8 @@ strategy the target registers for its op, compiles with NVRTC to PTX and to a cu
 sm_80 and sm_90 (no GPU needed); on a machine with an NVIDIA GPU the suite also runs and
 compares with numpy (marked `cuda`: skipped elsewhere, with the reason)."""
 
+import shutil
+
 import pytest
 
 from tensorforge.testing import TargetConformance
@@ -41,7 +43,7 @@ class TestCUDAWithNVRTC(TargetConformance):
             kernels = binary.entries
 
 
-@pytest.mark.skipif("not __import__('shutil').which('nvcc')", reason="nvcc is not installed")
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 class TestNvccAgrees(TargetConformance):
     """Where nvcc is installed it accepts the same sources and defines the same kernels."""
 
