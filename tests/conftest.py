@@ -19,6 +19,7 @@ FIRST_PARTY = {
     "metal": "tensorforge-target-metal",
     "vdla": "tensorforge-target-vdla",
     "onnx": "tensorforge-frontend-onnx",
+    "tensorflow": "tensorforge-frontend-tensorflow",
     "xgboost": "tensorforge-costmodel-xgboost",
 }
 

@@ -76,7 +76,7 @@ def test_missing_framework_is_skipped(installed_plugins, monkeypatch):
     real = baselines.available
     monkeypatch.setattr(baselines, "available",
                         lambda name: "torch is not installed" if name == "torch" else real(name))
-    row = suite.measure_model("dqn", 1, rounds=2, min_sample_s=0.0)
+    row = suite.measure_model("dqn", 1, rounds=2, which=("ort", "torch"), min_sample_s=0.0)
     assert row["correct"] is True and row["skipped"] == {"torch": "torch is not installed"}
     assert "ratio_torch" not in row and row["ratio_ort"][1] > 0
 

@@ -20,7 +20,9 @@ what an earlier one made (a model file, a tuning database). Words after the lang
   started with ``--help`` (pytest: ``--collect-only``) and must succeed;
 * ``ci``: ``bash .ci/run`` itself (this test runs inside it).
 
-``python``, ``tforge`` and ``python3`` resolve to the interpreter running the tests.
+``python``, ``tforge`` and ``python3`` resolve to the interpreter running the tests. A file whose
+blocks import an optional framework (TensorFlow / Keras, PyTorch) is skipped, with the reason,
+where that framework is not installed (CI installs them, so they run there).
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ RUN = {"python", "bash", "sh"}
 LANGUAGES = RUN | {"text", "toml"}
 FLAGS = {"repo", "install", "long", "ci"}
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
+#: frameworks a doc may use that a machine may lack (the module a block imports -> what it is)
+OPTIONAL = {"keras": "TensorFlow / Keras", "tensorflow": "TensorFlow", "torch": "PyTorch"}
+IMPORT = re.compile(r"\b(?:import|from)\s+(" + "|".join(OPTIONAL) + r")\b")
 
 
 @dataclass
@@ -137,6 +142,14 @@ def check_long(block: Block, cwd: Path, env: dict[str, str]) -> None:
             f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
 
 
+def missing_frameworks(block: Block) -> list[str]:
+    """The optional frameworks `block` imports that are not installed here."""
+    import importlib.util
+
+    return sorted({OPTIONAL[m] for m in IMPORT.findall(block.code)
+                   if importlib.util.find_spec(m) is None})
+
+
 def run_block(block: Block, tmp: Path, env: dict[str, str]) -> None:
     cwd = ROOT if "repo" in block.flags else tmp
     if block.lang == "python":
@@ -171,6 +184,19 @@ def test_the_block_parser(tmp_path):
                      (10, "python", set(), "print('```')\n")]
 
 
+def test_blocks_needing_a_missing_framework_are_found(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "keras" else real(name, *a))
+    block = Block(ROOT / "README.md", 1, "bash", set(),
+                  'python -c "import keras, numpy"\nfrom torchvision import x\n')
+    assert missing_frameworks(block) == ["TensorFlow / Keras"]
+    assert missing_frameworks(Block(ROOT / "README.md", 1, "python", set(), "import numpy\n")) \
+        == []
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("doc", [d for d in DOCS if any(b.lang != "text" for b in blocks(d))],
                          ids=lambda p: str(p.relative_to(ROOT)))
@@ -190,4 +216,7 @@ def test_doc_blocks_run_as_written(doc, tmp_path):
         elif "long" in block.flags:
             check_long(block, ROOT if "repo" in block.flags else work, env)
         elif block.lang in RUN:
+            missing = missing_frameworks(block)
+            if missing:
+                pytest.skip(f"{block.where} needs {', '.join(missing)}, not installed here")
             run_block(block, work, env)

@@ -15,6 +15,7 @@ PACKAGES = {
     "target-metal": ("tensorforge-target-metal", "tensorforge_metal"),
     "target-vdla": ("tensorforge-target-vdla", "tensorforge_vdla"),
     "frontend-onnx": ("tensorforge-frontend-onnx", "tensorforge_onnx"),
+    "frontend-tensorflow": ("tensorforge-frontend-tensorflow", "tensorforge_tensorflow"),
     "costmodel-xgboost": ("tensorforge-costmodel-xgboost", "tensorforge_xgboost"),
 }
 
@@ -44,16 +45,23 @@ def test_core_extras_name_every_plugin(repo_root):
         "optional-dependencies"]
     plugin_dists = {d for f, (d, _) in PACKAGES.items() if f != "core"}
     assert {r.split("~=")[0] for r in extras["all"]} == plugin_dists
-    for extra in ("llvm", "onnx", "cuda", "opencl", "metal", "vdla", "xgboost"):
-        assert len(extras[extra]) == 1 and \
-            extras[extra][0].split("~=")[0].split("[")[0] in plugin_dists
+    for extra in ("llvm", "onnx", "tensorflow", "cuda", "opencl", "metal", "vdla", "xgboost"):
+        assert len(extras[extra]) == 1 and extras[extra][0].split("~=")[0].split("[")[
+            0] in plugin_dists
+    # the tensorflow extra brings TensorFlow itself (the plugin's own extra)
+    assert extras["tensorflow"][0].startswith("tensorforge-frontend-tensorflow[tensorflow]")
 
 
 def test_requirements_install_every_package(repo_root):
     lines = (repo_root / "requirements.txt").read_text().split()
     for folder in PACKAGES:
         assert f"./packages/{folder}" in lines
-    assert "-r" in (repo_root / "requirements-dev.txt").read_text()
+    dev = (repo_root / "requirements-dev.txt").read_text()
+    assert "-r" in dev
+    # CI runs the TensorFlow frontend's tests and baselines: it installs TensorFlow and fails
+    # when it does not import (those tests skip only where it is absent)
+    assert "tensorflow-cpu==" in dev
+    assert "import onnxruntime, tensorflow, keras" in (repo_root / ".ci/run").read_text()
 
 
 def test_root_pyproject_is_not_a_distribution(repo_root):

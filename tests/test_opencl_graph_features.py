@@ -153,3 +153,34 @@ def test_a_kernel_the_printer_refuses_runs_on_the_host(frontend):
     n, y = compiled.run({"x": x})
     np.testing.assert_array_equal(n, -x)
     np.testing.assert_array_equal(y, ((-x).view("int16") * 2).astype("int16"))
+
+
+def test_device_kernels_read_the_parts_of_a_host_concat_view(frontend, monkeypatch):
+    """A concat view on the host (its parts and the whole share one host storage at offsets)
+    read by device kernels: each value gets its own device copy, so uploading the whole does
+    not clobber a part uploaded before (device pools place values at their start)."""
+    import dataclasses
+
+    from onnx import TensorProto, helper
+
+    from tensorforge.graph import registry
+
+    registry._ensure_loaded()
+    for op in ("neg", "abs", "concat"):
+        monkeypatch.setitem(registry._OPS, op, dataclasses.replace(registry._OPS[op], gpu=False))
+    f = TensorProto.FLOAT
+    m = _model([helper.make_node("Neg", ["x"], ["a"]), helper.make_node("Abs", ["x"], ["b"]),
+                helper.make_node("Concat", ["a", "b"], ["c"], axis=1),
+                helper.make_node("Exp", ["b"], ["o1"]), helper.make_node("Sigmoid", ["c"], ["o2"]),
+                helper.make_node("Tanh", ["b"], ["o3"])],
+               [helper.make_tensor_value_info("x", f, [1, 64])],
+               [helper.make_tensor_value_info("o1", f, [1, 64]),
+                helper.make_tensor_value_info("o2", f, [1, 128]),
+                helper.make_tensor_value_info("o3", f, [1, 64])])
+    compiled = tensorforge.compile(m, target="opencl")
+    assert compiled.desc["memory"]["concat_view_bytes"] > 0
+    assert [k["device"] for k in compiled.desc["kernels"]].count("opencl") == 3
+    x = np.random.default_rng(5).standard_normal((1, 64)).astype("float32")
+    got = compiled.run({"x": x})
+    for g, w in zip(got, _ort(m, {"x": x})):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)

@@ -116,3 +116,26 @@ def test_vector_loads_need_proven_alignment_where_the_dialect_says_so(gpu):
     assert "(*(float4*)(A + (threadIdx_x * 8)))" in src  # offset 8i: aligned
     assert "make_float4(A[(threadIdx_x * 8) + 1], " in src  # offset 8i + 1: lane by lane
     assert "*(float4*)(B + (threadIdx_x * 4)) = " in src
+
+
+def test_lets_are_declared_once_not_substituted(gpu):
+    """Integer power's chain of squares is let-bound: each step a constant declared before
+    the store (linear source), not substituted (the text would double at every step); under
+    if_then_else, which C evaluates only on its branch, a let stays in the branch."""
+    from tensorforge.expr import Let, Var
+    from tensorforge.ops.arith import int_pow
+
+    A = te.placeholder((16,), "int64", name="A")
+    E = te.placeholder((16,), "int64", name="E")
+    B = te.compute((16,), lambda i: int_pow(A[i], E[i]), name="B")
+    sq = Var("sq", "int64")
+    C = te.compute((16,), lambda i: te.if_then_else(
+        i < 8, Let(sq, A[i + 8] * A[i + 8], sq + sq), A[i]), name="C")
+    s = te.create_schedule([B.op, C.op])
+    for t in (B, C):
+        s[t].bind(t.op.axis[0], te.thread_axis("threadIdx.x"))
+    src = CPrinter(CUDA_LIKE).print_module(_kernels(s, [A, E, B, C], gpu))
+    assert len(src) < 20000, len(src)
+    assert src.count("const long long pow_r") >= 60  # B's steps, declared
+    assert "const long long sq" not in src  # C's let: substituted inside its branch
+    assert "(threadIdx_x < 8) ? ((A[threadIdx_x + 8] * A[threadIdx_x + 8])" in src

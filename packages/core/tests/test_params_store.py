@@ -38,6 +38,14 @@ def test_derived_constants_are_stored_as_their_source_and_rebuilt_exactly() -> N
         assert back[k].base is None or back[k].base.nbytes == back[k].nbytes  # own memory
 
 
+def test_scalars_keep_their_shape() -> None:
+    """A 0-d constant (a TensorFlow scalar) comes back 0-d, not (1,)."""
+    params = {"s": np.array(1.5, "float32"), "t": np.arange(6, dtype="int64")[::2]}
+    back = unpack_params(*pack_params(params)[:2])
+    assert back["s"].shape == () and back["s"] == 1.5
+    assert back["t"].tolist() == [0, 2, 4]
+
+
 def test_a_recipe_that_does_not_reproduce_the_constant_stores_the_constant() -> None:
     w = RNG.standard_normal((16, 16, 3, 3)).astype("float32")
     u = winograd_weight_transform(w, 2, 16)

@@ -167,15 +167,26 @@ def _shapes(items: Sequence[str] | None) -> dict[str, tuple[int, ...]] | None:
     return out
 
 
+MODEL_HELP = ("model file (its suffix picks the frontend: .onnx, .pb, .keras, .h5) or "
+              "SavedModel directory")
+
+
+def add_model_format(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model-format", metavar="NAME",
+                   help="the frontend that reads MODEL (onnx, tensorflow, ...) when its suffix "
+                   "does not say")
+
+
 def add_compile(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compile", help="compile a model into a .tfpkg package",
                        description="Compile MODEL (e.g. model.onnx) for TARGET into one .tfpkg "
                        "file that `tforge run` and tensorforge.load() run without the compiler.")
-    p.add_argument("model", help="model file (its suffix picks the frontend)")
+    p.add_argument("model", help=MODEL_HELP)
     p.add_argument("--target", default="llvm", help="target string or tag (default: llvm)")
     p.add_argument("-o", "--output", required=True, help="the package to write (.tfpkg)")
     p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
                    help="fix the shape of an input (repeatable)")
+    add_model_format(p)
     p.add_argument("--opt-level", type=int, default=3, choices=range(4),
                    help="0 disables folding and fusion (default 3)")
     p.add_argument("--tuning-db", metavar="DB", help="apply the best records of `tforge tune`")
@@ -194,7 +205,8 @@ def run_compile(args: argparse.Namespace) -> int:
     progress = NullProgress() if args.quiet else StageProgress(sys.stderr, verbose=args.verbose)
     model = tensorforge.compile(args.model, target=args.target,
                                 input_shapes=_shapes(args.input_shape), opt_level=args.opt_level,
-                                tuning_db=args.tuning_db, progress=progress)
+                                tuning_db=args.tuning_db, progress=progress,
+                                model_format=args.model_format)
     progress.stage("export")
     path = model.export(args.output)
     progress.finish()
@@ -337,20 +349,22 @@ def add_inspect(sub: argparse._SubParsersAction) -> None:
                        "PACKAGE: its format version, target, the CPU features it needs, its "
                        "kernels and its parameters by size (nothing of it runs).")
     p.add_argument("model", metavar="MODEL|PACKAGE",
-                   help="model file (its suffix picks the frontend) or .tfpkg package")
+                   help=f"{MODEL_HELP}, or .tfpkg package")
     p.add_argument("--target", default=None, help="target for target-driven passes (layout)")
     p.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
                    help="fix the shape of an input (repeatable)")
+    add_model_format(p)
     p.add_argument("--opt-level", type=int, default=3, choices=range(4))
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run_inspect)
 
 
-def _unsupported(model: str) -> list[str] | None:
+def _unsupported(model: str, model_format: str | None = None) -> list[str] | None:
     """Ops of `model` the frontend cannot convert, if it can tell (`unsupported_ops(path)`)."""
     from tensorforge.plugins.descriptors import load_ref
 
-    fe = _registry().frontend_for(model)
+    reg = _registry()
+    fe = reg.frontends.get(model_format) if model_format else reg.frontend_for(model)
     if fe is None:
         return None
     try:
@@ -362,15 +376,15 @@ def _unsupported(model: str) -> list[str] | None:
 
 
 def inspect_report(model: str, target: Any = None, input_shapes: Any = None,
-                   opt_level: int = 3) -> dict[str, Any]:
+                   opt_level: int = 3, model_format: str | None = None) -> dict[str, Any]:
     from tensorforge.compiler import load_graph, plan
     from tensorforge.compiler.compile import placement_report
     from tensorforge.graph import get_op
 
-    unsupported = _unsupported(model)
+    unsupported = _unsupported(model, model_format)
     if unsupported:
         return {"model": model, "unsupported_ops": unsupported}
-    graph = load_graph(model, input_shapes)
+    graph = load_graph(model, input_shapes, model_format)
     p = plan(graph, target, opt_level=opt_level)
     no_compute = sorted({n.op for n in p.graph.nodes if get_op(n.op).compute is None})
 
@@ -419,7 +433,8 @@ def run_inspect(args: argparse.Namespace) -> int:
         return 0
 
     target = Target.parse(args.target) if args.target else None
-    r = inspect_report(args.model, target, _shapes(args.input_shape), args.opt_level)
+    r = inspect_report(args.model, target, _shapes(args.input_shape), args.opt_level,
+                       args.model_format)
     if args.json:
         print(json.dumps(r, indent=2))
         return 0 if "inputs" in r else 1
@@ -457,13 +472,14 @@ def run_inspect(args: argparse.Namespace) -> int:
 # -- tforge bench -------------------------------------------------------------------------------
 def add_bench(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="benchmark operators and models against ONNX Runtime, "
-                       "PyTorch and the FMA peak",
+                       "PyTorch, TensorFlow, TF-XLA and the FMA peak",
                        description="Run the benchmark suite (tensorforge.bench): every distinct "
                        "conv2d/depthwise/dense shape of ResNet-18 and MobileNetV2 (GFLOP/s, % of "
-                       "the FMA peak) and whole models at batch 1, each against ONNX Runtime and "
-                       "PyTorch when installed, interleaved in this process. Writes Markdown, "
-                       "JSON and a PNG chart to the results folder and flags ratios that fell by "
-                       "more than 10% from the baseline JSON (default: the previous latest.json).")
+                       "the FMA peak) and whole models at batch 1, each against ONNX Runtime, "
+                       "PyTorch, TensorFlow and TF-XLA when installed, interleaved in this "
+                       "process. Writes Markdown, JSON and a PNG chart to the results folder and "
+                       "flags ratios that fell by more than 10% from the baseline JSON (default: "
+                       "the previous latest.json).")
     p.add_argument("--quick", action="store_true",
                    help="one workload per op kind and the DQN, 1 thread, 5 rounds")
     p.add_argument("--models", help="comma list of models (default: all six; 'none': no models)")
@@ -475,8 +491,10 @@ def add_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rounds", type=int, help="interleaved rounds per case (default 15)")
     p.add_argument("--no-ops", action="store_true", help="skip the operator level")
     p.add_argument("--ops-filter", metavar="TEXT", help="only workloads whose name contains TEXT")
-    p.add_argument("--baselines", default="ort,torch",
-                   help="comma list among ort,torch (default both; missing ones are skipped)")
+    p.add_argument("--baselines", default="ort,torch,tf,tf-xla",
+                   help="comma list among ort,torch,tf,tf-xla (default all; missing ones are "
+                   "skipped; TensorFlow runs at the first thread count only: its thread pool "
+                   "is fixed once it starts)")
     p.add_argument("--output", metavar="DIR", help="results folder (default "
                    "benchmarks/results in the repository, else ./tforge-bench-results)")
     p.add_argument("--bench-baseline", metavar="JSON",
@@ -505,9 +523,12 @@ def run_bench(args: argparse.Namespace) -> int:
     unknown = [m for m in models if m not in ALL_MODELS and m != "none"
                and fam.family_path(m) is None]
     bases = items(args.baselines)
-    if unknown or not set(bases) <= {"ort", "torch"}:
+    from tensorforge.bench.baselines import BASELINES
+
+    if unknown or not set(bases) <= set(BASELINES):
         raise TensorforgeError(f"unknown model(s) {unknown} (known: {', '.join(ALL_MODELS)})"
-                               if unknown else f"--baselines {args.baselines!r}: use ort, torch")
+                               if unknown else f"--baselines {args.baselines!r}: use "
+                               f"{', '.join(BASELINES)}")
     try:
         threads = tuple(int(t) for t in items(args.threads)) or None
     except ValueError:

@@ -1,6 +1,7 @@
-"""The frameworks we compare with, run in our process: ONNX Runtime (CPU execution provider)
-and PyTorch (CPU, eager), each limited to the benchmark's thread count. Either is skipped,
-with a note in the report, when it is not installed."""
+"""The frameworks we compare with, run in our process: ONNX Runtime (CPU execution provider),
+PyTorch (CPU, eager) and TensorFlow (a `tf.function`, and the same compiled by XLA), each
+limited to the benchmark's thread count. Each is skipped, with a note in the report, when it
+is not installed (or, for TensorFlow, when its thread pool was fixed at another count)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from typing import Any
 
 import numpy as np
 
-BASELINES = ("ort", "torch")
-LABELS = {"ort": "ONNX Runtime", "torch": "PyTorch"}
+BASELINES = ("ort", "torch", "tf", "tf-xla")
+LABELS = {"ort": "ONNX Runtime", "torch": "PyTorch", "tf": "TensorFlow", "tf-xla": "TF-XLA"}
+MODULES = {"ort": "onnxruntime", "torch": "torch", "tf": "tensorflow", "tf-xla": "tensorflow"}
 
 
 def available(name: str) -> str | None:
     """None when baseline `name` can run here, else why not."""
-    module = {"ort": "onnxruntime", "torch": "torch"}[name]
+    module = MODULES[name]
     if importlib.util.find_spec(module) is None:
         return f"{module} is not installed"
     return None
@@ -77,3 +79,32 @@ def torch_model_runner(model: Any, inputs: dict[str, np.ndarray]
     from .torch_onnx import TorchOnnxModel
 
     return TorchOnnxModel(model).runner(inputs)
+
+
+def tf_threads(threads: int) -> str | None:
+    """Set TensorFlow's thread pools to `threads` (intra-op; inter-op 1). TensorFlow fixes
+    them when its runtime starts, so a later count cannot be set: returns why not."""
+    from ..quiet_import import import_quietly
+
+    tf = import_quietly("tensorflow")
+
+    cfg = tf.config.threading
+    if cfg.get_intra_op_parallelism_threads() == threads:
+        return None
+    try:
+        cfg.set_intra_op_parallelism_threads(threads)
+        cfg.set_inter_op_parallelism_threads(1)
+    except RuntimeError:
+        have = cfg.get_intra_op_parallelism_threads() or "its default"
+        return (f"TensorFlow's thread pool is fixed once it runs (here at {have}); for "
+                f"{threads} thread(s) run tforge bench --threads {threads} --baselines tf,tf-xla")
+    tf.get_logger().setLevel("ERROR")  # one tf.function per case: retracing notes are noise
+    return None
+
+
+def tf_op_runner(model: Any, inputs: dict[str, np.ndarray], xla: bool = False
+                 ) -> Callable[[], list[np.ndarray]]:
+    """The ONNX model run by TensorFlow in NHWC (see `tf_onnx`), XLA-compiled with `xla`."""
+    from .tf_onnx import TfOnnxModel
+
+    return TfOnnxModel(model).runner(inputs, xla)

@@ -13,7 +13,7 @@ from .baselines import LABELS
 
 SCHEMA = "tensorforge.bench"
 VERSION = 1
-RATIOS = ("ratio_ort", "ratio_torch", "pct_peak")
+RATIOS = ("ratio_ort", "ratio_torch", "pct_peak", "ratio_tf", "ratio_tf-xla")
 THRESHOLD = 0.10
 
 
@@ -136,6 +136,7 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, Any]], note: str,
         lines += ["", "FMA peak (median over the operator rounds): "
                   + ", ".join(f"{t} thread(s) {g:.1f} GFLOP/s" for t, g in sorted(peaks.items())),
                   ""]
+    lines += _tensorflow_table(rows)
     skipped = {f"{LABELS.get(k, k)}: {v}" for r in rows for k, v in r.get("skipped", {}).items()}
     if skipped:
         lines += ["Skipped baselines: " + "; ".join(sorted(skipped)), ""]
@@ -147,6 +148,24 @@ def markdown(doc: dict[str, Any], regressions: list[dict[str, Any]], note: str,
     lines += ["", "## Machine", ""]
     lines += [f"- {k}: {v}" for k, v in doc["machine"].items()]
     return "\n".join(lines) + "\n"
+
+
+def _tensorflow_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Models and operators against TensorFlow (`tf.function`) and TF-XLA, where measured."""
+    tf_rows = [r for r in rows if r.get("tf_s") or r.get("tf-xla_s")]
+    if not tf_rows:
+        return []
+    lines = ["## Against TensorFlow and TF-XLA (batch 1; NHWC, weights laid out once)", "",
+             "| level | case | threads | ours ms | TensorFlow ms | TF-XLA ms | vs TensorFlow | "
+             "vs TF-XLA | same result as ORT |", "|" + "---|" * 9]
+    for r in tf_rows:
+        same = [f"{LABELS[b]}: {'yes' if r[f'{b}_matches_ort'] else 'NO'}"
+                for b in ("tf", "tf-xla") if f"{b}_matches_ort" in r]
+        lines.append(f"| {r['level']} | {r['name']} | {r['threads']} | "
+                     f"{_q(r['ours_s'], '.3g', 1e3)} | {_q(r.get('tf_s'), '.3g', 1e3)} | "
+                     f"{_q(r.get('tf-xla_s'), '.3g', 1e3)} | {_q(r.get('ratio_tf'), '.2f')} | "
+                     f"{_q(r.get('ratio_tf-xla'), '.2f')} | {', '.join(same) or '-'} |")
+    return lines + [""]
 
 
 def chart(doc: dict[str, Any], path: Path) -> str | None:

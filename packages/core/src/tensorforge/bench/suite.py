@@ -71,6 +71,11 @@ def _baseline_fns(which: tuple[str, ...], threads: int, make: dict[str, Callable
             continue
         if name == "torch":
             bl.torch_threads(threads)
+        if name in ("tf", "tf-xla"):
+            why = bl.tf_threads(threads)
+            if why:
+                row.setdefault("skipped", {})[name] = why
+                continue
         try:
             fns[name] = make[name]()
         except NotImplementedError as exc:
@@ -94,7 +99,9 @@ def measure_op(w: Workload, threads: int, rounds: int, which: tuple[str, ...] = 
     row["schedules"] = sorted({k["schedule"] for k in cm.desc["kernels"]})
     fns = _baseline_fns(which, threads, {
         "ort": lambda: bl.ort_runner(model, threads, inputs),
-        "torch": lambda: bl.torch_op_runner(w, arrays)}, row)
+        "torch": lambda: bl.torch_op_runner(w, arrays),
+        "tf": lambda: bl.tf_op_runner(model, inputs),
+        "tf-xla": lambda: bl.tf_op_runner(model, inputs, xla=True)}, row)
     ours = lambda: cm.run(inputs)
     if "ort" in fns:
         row.update(_check(ours(), fns["ort"](), w.key))
@@ -125,7 +132,9 @@ def measure_model(name: str, threads: int, rounds: int, which: tuple[str, ...] =
     row["schedules"] = _schedule_counts(cm)
     fns = _baseline_fns(which, threads, {
         "ort": lambda: bl.ort_runner(model, threads, inputs),
-        "torch": lambda: bl.torch_model_runner(model, inputs)}, row)
+        "torch": lambda: bl.torch_model_runner(model, inputs),
+        "tf": lambda: bl.tf_op_runner(model, inputs),
+        "tf-xla": lambda: bl.tf_op_runner(model, inputs, xla=True)}, row)
     ours = lambda: cm.run(inputs)
     if "ort" in fns:
         ref = fns["ort"]()
@@ -133,6 +142,10 @@ def measure_model(name: str, threads: int, rounds: int, which: tuple[str, ...] =
         if "torch" in fns:  # the PyTorch baseline must compute the same model
             t = _check(fns["torch"](), ref, name)
             row["torch_matches_ort"] = t["correct"] or (t["max_abs_err"] or 0) < 1e-3
+        for tf_name in ("tf", "tf-xla"):  # and so must TensorFlow's
+            if tf_name in fns:
+                t = _check(fns[tf_name](), ref, name)
+                row[f"{tf_name}_matches_ort"] = t["correct"] or (t["max_abs_err"] or 0) < 1e-3
     return _summarize(row, interleave(ours, fns, rounds, min_sample_s, runner))
 
 

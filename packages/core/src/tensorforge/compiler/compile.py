@@ -25,9 +25,12 @@ from ..target import Target
 from .kernels import group_args, lower_group
 
 
-def load_graph(model: Any, input_shapes: dict[str, Any] | None = None) -> Graph:
-    """A Graph from a Graph, a model path (the frontend chosen by suffix) or an ONNX
-    ModelProto."""
+def load_graph(model: Any, input_shapes: dict[str, Any] | None = None,
+               model_format: str | None = None) -> Graph:
+    """A Graph from a Graph, a model path (a file: the frontend chosen by its suffix; a
+    directory: by the files it holds, e.g. a SavedModel's saved_model.pb), an ONNX ModelProto,
+    or a model object a frontend reads (a Keras model). `model_format` names the frontend
+    instead (`"onnx"`, `"tensorflow"`)."""
     if isinstance(model, Graph):
         if input_shapes:
             bad = set(input_shapes) - {v.name for v in model.inputs}
@@ -39,8 +42,9 @@ def load_graph(model: Any, input_shapes: dict[str, Any] | None = None) -> Graph:
 
     reg = get_registry()
     opts = {"input_shapes": dict(input_shapes)} if input_shapes else {}
-    if type(model).__name__ == "ModelProto":  # an in-memory ONNX model
-        fe = reg.frontends.get("onnx")
+    chosen = _named_frontend(reg, model_format) if model_format else None
+    if type(model).__name__ == "ModelProto" and model_format in (None, "onnx"):
+        fe = reg.frontends.get("onnx")  # an in-memory ONNX model
         if fe is None:
             raise TensorforgeError("compiling an ONNX ModelProto needs the ONNX frontend: "
                                    + _frontend_hint("onnx"))
@@ -49,22 +53,60 @@ def load_graph(model: Any, input_shapes: dict[str, Any] | None = None) -> Graph:
             with open(path, "wb") as f:
                 f.write(model.SerializeToString())
             return fe.load_loader()(path, **opts)
-    if not isinstance(model, (str, os.PathLike)):
-        raise TensorforgeError(f"compile takes a model path, an ONNX ModelProto or a "
-                               f"tensorforge Graph, not {type(model).__name__}")
-    path = os.fspath(model)
-    if not os.path.exists(path):
-        raise TensorforgeError(f"model file {path!r} does not exist")
-    fe = reg.frontend_for(path)
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if not os.path.exists(path):
+            raise TensorforgeError(f"model file {path!r} does not exist")
+        fe = chosen or reg.frontend_for(path)
+        if fe is None:
+            raise TensorforgeError(_no_frontend_message(reg, path))
+        return fe.load_loader()(path, **opts)
+    fe = chosen or reg.frontend_for(model)
     if fe is None:
-        from ..plugins.known import FRONTEND_SUFFIXES
+        from ..plugins.known import FRONTEND_OBJECT_MODULES
 
-        known = ", ".join(f"{f.name} ({', '.join(f.suffixes)})" for f in reg.frontends.values())
+        roots = [getattr(c, "__module__", "").partition(".")[0] for c in type(model).__mro__]
+        name = next((FRONTEND_OBJECT_MODULES[r] for r in roots if r in FRONTEND_OBJECT_MODULES),
+                    None)
+        if name:
+            raise TensorforgeError(f"compiling a {type(model).__name__} object needs the "
+                                   f"{name} frontend: {_frontend_hint(name)}")
+        raise TensorforgeError(f"compile takes a model path, an ONNX ModelProto, a model object "
+                               f"a frontend reads (e.g. a Keras model) or a tensorforge Graph, "
+                               f"not {type(model).__name__}")
+    return fe.load_loader()(model, **opts)
+
+
+def _named_frontend(reg: Any, name: str) -> Any:
+    """The frontend registered as `name` (`model_format=` / `--model-format`)."""
+    fe = reg.frontends.get(name)
+    if fe is not None:
+        return fe
+    from ..plugins.known import FRONTEND_DISTRIBUTIONS
+
+    if name in FRONTEND_DISTRIBUTIONS:
+        raise TensorforgeError(f"model format {name!r} needs the {name} frontend: "
+                               f"{_frontend_hint(name)}")
+    known = ", ".join(sorted(reg.frontends)) or "none"
+    raise TensorforgeError(f"unknown model format {name!r}: no frontend of that name is loaded "
+                           f"(loaded frontends: {known})")
+
+
+def _no_frontend_message(reg: Any, path: str) -> str:
+    from ..plugins.known import FRONTEND_DIRECTORY_MARKERS, FRONTEND_SUFFIXES
+
+    known = ", ".join(f"{f.name} ({', '.join(f.suffixes + f.directory_markers)})"
+                      for f in reg.frontends.values())
+    if os.path.isdir(path):
+        name = next((n for m, n in FRONTEND_DIRECTORY_MARKERS.items()
+                     if os.path.isfile(os.path.join(path, m))), None)
+        what = f"the directory {os.path.basename(os.path.normpath(path))!r}"
+    else:
         name = FRONTEND_SUFFIXES.get(os.path.splitext(path)[1].lower())
-        why = f": {_frontend_hint(name)}" if name else ""
-        raise TensorforgeError(f"no frontend reads {os.path.basename(path)!r}{why}; loaded "
-                               f"frontends: {known or 'none'}")
-    return fe.load_loader()(path, **opts)
+        what = repr(os.path.basename(path))
+    why = f": {_frontend_hint(name)}" if name else ""
+    return (f"no frontend reads {what}{why}; loaded frontends: {known or 'none'} (or name one "
+            "with model_format= / --model-format)")
 
 
 def _frontend_hint(name: str) -> str:
@@ -108,13 +150,14 @@ def resolve_host(target: Any, host: Any = None) -> Any:
 
 
 def plan(model: Any, target: Any = None, input_shapes: dict[str, Any] | None = None,
-         opt_level: int = 3, progress: Any = None, host: Any = None) -> Plan:
+         opt_level: int = 3, progress: Any = None, model_format: str | None = None,
+         host: Any = None) -> Plan:
     """Run the graph level only (no code generation): `tforge inspect` uses this.
     `progress` (see `tensorforge.progress`) hears of the import and graph-pass stages."""
     progress = progress or NullProgress()
     t0 = time.perf_counter()
     progress.stage("import")
-    g = load_graph(model, input_shapes)
+    g = load_graph(model, input_shapes, model_format)
     t1 = time.perf_counter()
     progress.stage("graph passes")
     tgt = Target.coerce(target) if target is not None else None
@@ -132,11 +175,13 @@ def plan(model: Any, target: Any = None, input_shapes: dict[str, Any] | None = N
 
 def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | None = None,
             opt_level: int = 3, tuning_db: Any = None, progress: Any = None,
-            host: Any = None) -> Any:
-    """Compile `model` (path, ONNX ModelProto or Graph) for `target`; returns a CompiledModel
-    (`run`, `benchmark`, `export`). opt_level 0 disables folding and fusion (one kernel per
-    op). `tuning_db` (a path or an `autotune.Database`): each group whose task has records
-    is scheduled with its best config; tasks without records are listed in a warning and in
+            host: Any = None, model_format: str | None = None) -> Any:
+    """Compile `model` (a path: a file or a SavedModel directory; an ONNX ModelProto; a Keras
+    model; a Graph) for `target`; returns a CompiledModel (`run`, `benchmark`, `export`).
+    `model_format` names the frontend when the suffix does not (`"tensorflow"`). opt_level 0
+    disables folding and fusion (one kernel per op). `tuning_db` (a path or an
+    `autotune.Database`): each group whose task has records is scheduled with its best
+    config; tasks without records are listed in a warning and in
     `desc["tuning"]["missing"]`. For a device target (`opencl`, an accelerator), nodes it
     cannot run go to `host` (default: the target's `host` option, else `llvm`): one module per
     device, the placement, fallbacks and copies in `desc["placement"]`. `progress` (a
@@ -149,7 +194,7 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     tgt.kind.load_build()  # a target that cannot compile here fails before the work
     check_pass_switches()
     progress = progress or NullProgress()
-    p = plan(model, tgt, input_shapes, opt_level, progress, host)
+    p = plan(model, tgt, input_shapes, opt_level, progress, model_format, host)
     t0 = time.perf_counter()
     contexts: dict[str, Any] = {}
 

@@ -9,6 +9,7 @@ filled in by the loader; a plugin leaves them empty.
 from __future__ import annotations
 
 import importlib
+import os
 import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -80,7 +81,12 @@ class TargetTag:
 
 @dataclass(frozen=True)
 class Frontend:
-    """A model importer: ``load(path, **options) -> tensorforge.graph.Graph``."""
+    """A model importer: ``load(model, **options) -> tensorforge.graph.Graph``.
+
+    It reads files whose name ends with one of ``suffixes``, directories that hold one of
+    ``directory_markers`` (``("saved_model.pb",)``: a TensorFlow SavedModel), and in-memory
+    model objects whose class (or a base class) comes from one of ``object_modules`` (the
+    root package of ``type(model).__module__``, e.g. ``("keras", "tensorflow")``)."""
 
     name: str
     suffixes: tuple[str, ...]
@@ -88,12 +94,30 @@ class Frontend:
     description: str = ""
     distribution: str = ""
     plugin: str = ""
+    object_modules: tuple[str, ...] = ()
+    directory_markers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_name(self.name, "frontend")
         check_ref(self.load, f"frontend {self.name!r} load")
         if isinstance(self.suffixes, str) or not all(s.startswith(".") for s in self.suffixes):
             raise ValueError(f"frontend {self.name!r} suffixes must be a tuple like ('.onnx',)")
+        for field_name, example in (("object_modules", "('keras',)"),
+                                    ("directory_markers", "('saved_model.pb',)")):
+            value = getattr(self, field_name)
+            if isinstance(value, str) or not all(isinstance(v, str) and v and "/" not in v
+                                                 for v in value):
+                raise ValueError(f"frontend {self.name!r} {field_name} must be a tuple of "
+                                 f"names like {example}")
+
+    def reads_object(self, model: Any) -> bool:
+        """Whether ``model``'s class or one of its bases comes from ``object_modules``."""
+        roots = {getattr(c, "__module__", "").partition(".")[0] for c in type(model).__mro__}
+        return bool(roots & set(self.object_modules))
+
+    def reads_directory(self, path: str) -> bool:
+        """Whether the directory ``path`` holds one of ``directory_markers``."""
+        return any(os.path.isfile(os.path.join(path, m)) for m in self.directory_markers)
 
     def load_loader(self) -> Any:
         return load_ref(self.load)

@@ -23,10 +23,17 @@ TARGET_DISTRIBUTIONS = {
 # first word of a tag -> target kind whose plugin registers such tags
 TAG_VENDORS = {"amd": "llvm", "intel": "llvm", "arm": "llvm", "nvidia": "cuda", "apple": "metal",
                "vdla": "vdla"}
-FRONTEND_DISTRIBUTIONS = {"onnx": ("tensorforge-frontend-onnx", "onnx")}
+FRONTEND_DISTRIBUTIONS = {"onnx": ("tensorforge-frontend-onnx", "onnx"),
+                          "tensorflow": ("tensorforge-frontend-tensorflow", "tensorflow")}
 COST_MODEL_DISTRIBUTIONS = {"xgboost": ("tensorforge-costmodel-xgboost", "xgboost")}
 # model file suffix -> the frontend that reads it
-FRONTEND_SUFFIXES = {".onnx": "onnx"}
+FRONTEND_SUFFIXES = {".onnx": "onnx", ".pb": "tensorflow", ".keras": "tensorflow",
+                     ".h5": "tensorflow"}
+# a file a model directory holds -> the frontend that reads such directories
+FRONTEND_DIRECTORY_MARKERS = {"saved_model.pb": "tensorflow"}
+# root package of an in-memory model's class -> the frontend that reads such objects
+FRONTEND_OBJECT_MODULES = {"keras": "tensorflow", "tf_keras": "tensorflow",
+                           "tensorflow": "tensorflow"}
 
 #: every first-party plugin distribution; these load before third-party ones
 FIRST_PARTY = frozenset(

@@ -8,6 +8,7 @@ distribution registered what, rolls back a plugin that fails half-way, and keeps
 from __future__ import annotations
 
 import importlib
+import os
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -128,12 +129,18 @@ class Registry:
         """Every plugin seen: loaded, failed and disabled, in load order."""
         return list(self._infos.values())
 
-    def frontend_for(self, path: str) -> Frontend | None:
-        """The frontend whose suffixes match ``path``, or None."""
-        for fe in self._tables["frontends"].values():
-            if any(str(path).lower().endswith(s) for s in fe.suffixes):
-                return fe
-        return None
+    def frontend_for(self, model: Any) -> Frontend | None:
+        """The frontend that reads ``model``, or None: for a path, the one whose suffixes
+        match a file's name or whose directory markers a directory holds; for any other
+        object, the one whose ``object_modules`` its class (or a base class) comes from."""
+        frontends = self._tables["frontends"].values()
+        if isinstance(model, (str, os.PathLike)):
+            path = os.fspath(model)
+            if os.path.isdir(path):
+                return next((fe for fe in frontends if fe.reads_directory(path)), None)
+            return next((fe for fe in frontends
+                         if any(path.lower().endswith(s) for s in fe.suffixes)), None)
+        return next((fe for fe in frontends if fe.reads_object(model)), None)
 
     def strategies(self, target: Any) -> dict[str, list[Strategy]]:
         """Strategies for ``target`` grouped by op, highest priority first."""

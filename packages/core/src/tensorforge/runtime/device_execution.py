@@ -8,7 +8,9 @@ instead and inserts the copies, decided once from the model description:
   every call of the model);
 - intermediates a device kernel writes live in device storage pools (one `DeviceArray` per
   storage of the memory plan, values viewing its start), never on the host unless a host
-  kernel reads them (then one download, right after the producer);
+  kernel reads them (then one download, right after the producer); the values of a storage
+  that holds a zero-copy concat (parts at offsets, all made on the host) get device arrays of
+  their own, since the whole and its parts are alive at once;
 - a graph input or a host-produced value a device kernel reads is uploaded once, before the
   first device reader; a graph output a device kernel writes is downloaded after it.
 
@@ -101,6 +103,7 @@ def bind_devices(desc: Mapping[str, Any], calls: Sequence[tuple[Any, list[np.nda
     kernel writes (to read one back out of plan: `tforge run --verify`)."""
     values = desc["values"]
     storages: dict[tuple[int, int], DeviceArray] = {}  # (storage, device) -> pool
+    views = {v["storage"] for v in values if v.get("offset")}  # storages of concat views
     on_device: dict[tuple[int, int], DeviceArray] = {}  # (value, device) -> array there
 
     def device_array(vi: int, dev: Any) -> DeviceArray:
@@ -111,7 +114,8 @@ def bind_devices(desc: Mapping[str, Any], calls: Sequence[tuple[Any, list[np.nda
             v = values[vi]
             if v["kind"] == "const":
                 arr = constants.get(vi, dev, arrays[vi])
-            elif v["kind"] == "intermediate" and v.get("storage") is not None:
+            elif v["kind"] == "intermediate" and v.get("storage") is not None and \
+                    v["storage"] not in views:
                 skey = (v["storage"], id(dev))
                 pool = storages.get(skey)
                 if pool is None:

@@ -74,7 +74,8 @@ def pack_params(params: Mapping[str, np.ndarray], derived: Mapping[str, Derived]
 
     def store(a: np.ndarray) -> dict[str, str]:
         nonlocal offset
-        a = np.ascontiguousarray(a)
+        if not a.flags.c_contiguous:  # (ascontiguousarray alone would make a scalar 1-d)
+            a = np.ascontiguousarray(a)
         if id(a) not in by_id:
             name = f"a{len(arrays)}"
             pad = (-offset) % _ALIGN

@@ -28,7 +28,7 @@ class PluginConformance:
     entry_point: str = ""
     #: modules that must not be imported by merely loading the plugin
     heavy_modules: tuple[str, ...] = ("xgboost", "onnx", "onnxruntime", "pyopencl", "cuda",
-                                      "llvmlite", "torch")
+                                      "llvmlite", "torch", "tensorflow", "keras")
 
     def test_entry_point_is_installed(self):
         found = [ep for ep in entry_points(group=GROUP) if ep.name == self.entry_point]

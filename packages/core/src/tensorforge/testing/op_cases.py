@@ -393,6 +393,21 @@ def _bit_ops(dtype: str) -> Callable[[np.random.Generator], Built]:
     return build
 
 
+def _int_pow(dtype: str) -> Callable[[np.random.Generator], Built]:
+    """Integer Pow (a let-bound chain of squares, wrapping like numpy; negative exponents)."""
+    def build(rng: np.random.Generator) -> Built:
+        from tensorforge.ops.arith import int_pow, int_pow_np
+
+        te, _ = _te()
+        X = te.placeholder((40,), dtype, name="X")
+        E = te.placeholder((40,), dtype, name="E")
+        x = rng.integers(-6, 7, 40).astype(dtype)
+        e = rng.integers(-2, 40, 40).astype(dtype)
+        out = te.compute((40,), lambda i: int_pow(X[i], E[i]), name="pow")
+        return Built([X, E, out], [x, e], [int_pow_np(x, e)], exact=True)
+    return build
+
+
 def _reinterpret(rng: np.random.Generator) -> Built:
     te, _ = _te()
     X = te.placeholder((30,), name="X")
@@ -482,6 +497,7 @@ def _cases() -> list[OpCase]:
     out += [OpCase(f"bit_ops_{t}", "bitwise_and", _bit_ops(t))
             for t in ("int32", "uint8", "int16", "int64")]
     out += [OpCase("reinterpret", "bitcast", _reinterpret)]
+    out += [OpCase(f"int_pow_{t}", "pow", _int_pow(t)) for t in ("int32", "int64")]
     out += [OpCase("uint8_wraps", "add", _uint8_wraps), OpCase("float16", "add", _float16),
             OpCase("bool_mask_select", "where", _bool_mask)]
     out += [OpCase(f"transpose_{''.join(map(str, p))}", "transpose", _transpose(p))

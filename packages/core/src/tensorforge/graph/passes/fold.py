@@ -28,11 +28,17 @@ def _bn_scale_shift(n: Node) -> tuple[np.ndarray, np.ndarray]:
 
 def fold_batch_norm(g: Graph) -> Graph:
     """batch_norm after a conv2d with constant weights is folded into the conv weights and
-    bias; any other batch_norm with constant parameters becomes `x * scale + shift`."""
+    bias; any other batch_norm with constant parameters becomes `x * scale + shift`. A
+    per-channel constant `mul`, `add` or `sub` right after a conv2d or dense with constant
+    weights (batch norm as Keras 3 exports it: `conv * s + t`) is folded the same way."""
     consumers = g.consumers()
     outputs = {id(v) for v in g.outputs}
     new_nodes: list[Node] = []
     for n in g.nodes:
+        if n.op in ("mul", "add", "sub"):
+            if not _fold_affine(g, n, consumers, outputs):
+                new_nodes.append(n)
+            continue
         if n.op != "batch_norm" or not all(v.is_const for v in n.inputs[1:]):
             new_nodes.append(n)
             continue
@@ -43,13 +49,8 @@ def fold_batch_norm(g: Graph) -> Graph:
         if (conv is not None and conv.op == "conv2d" and conv.inputs[1].is_const
                 and all(v.is_const for v in conv.inputs[2:])
                 and len(consumers.get(x, [])) == 1 and id(x) not in outputs):
-            w = conv.inputs[1].const
-            wf = (w.astype("float64") * scale.reshape(-1, 1, 1, 1)).astype(w.dtype)
-            b = conv.inputs[2].const.astype("float64") if len(conv.inputs) > 2 else 0.0
-            bias = (b * scale + shift).astype(dtype)
-            conv.inputs = [conv.inputs[0], g.add_const(f"{conv.name}_w_bn", wf),
-                           g.add_const(f"{conv.name}_b_bn", bias)]
-            replace_uses(g, n.outputs[0], x)
+            _scale_shift_into(g, conv, scale, shift)
+            _forward(g, consumers, outputs, n.outputs[0], x)
             continue
         bshape = (-1,) + (1,) * (len(x.shape) - 2)
         s = g.add_const(f"{n.name}_scale", scale.astype(dtype).reshape(bshape))
@@ -60,6 +61,66 @@ def fold_batch_norm(g: Graph) -> Graph:
         replace_uses(g, n.outputs[0], add.outputs[0])
     g.nodes = new_nodes
     return g
+
+
+def _scale_shift_into(g: Graph, prod: Node, scale: np.ndarray | float,
+                      shift: np.ndarray | float) -> None:
+    """Make `prod` (conv2d or dense, constant weights and bias) compute `prod * scale + shift`
+    per output channel: the weights' axis 0 is the output channel for both."""
+    w = prod.inputs[1].const
+    channels = w.shape[0]
+    scale = np.broadcast_to(np.asarray(scale, "float64"), (channels,))
+    shift = np.broadcast_to(np.asarray(shift, "float64"), (channels,))
+    wf = (w.astype("float64") * scale.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w.dtype)
+    b = prod.inputs[2].const.astype("float64") if len(prod.inputs) > 2 else 0.0
+    bias = (b * scale + shift).astype(prod.outputs[0].dtype)
+    prod.inputs = [prod.inputs[0], g.add_const(f"{prod.name}_w_bn", wf),
+                   g.add_const(f"{prod.name}_b_bn", bias)]
+
+
+def _per_channel(c: np.ndarray, out_shape: tuple[int, ...]) -> np.ndarray | None:
+    """`c` as one value per channel (axis 1) of a tensor of `out_shape`, when `c` broadcasts
+    to it along the channel axis only (shape (C,1,1), (1,C,1,1), (1,), scalar; (C,) for a
+    dense output); else None."""
+    if c.ndim > len(out_shape):
+        return None
+    shape = (1,) * (len(out_shape) - c.ndim) + c.shape
+    if any(d != 1 for k, d in enumerate(shape) if k != 1) or shape[1] not in (1, out_shape[1]):
+        return None
+    return c.reshape(-1)
+
+
+def _fold_affine(g: Graph, n: Node, consumers: dict[Value, list[Node]], outputs: set[int]
+                 ) -> bool:
+    """Fold `n` (mul / add / sub of a constant and a conv2d or dense output) into the
+    producer; True when it did (the caller drops `n`)."""
+    a, b = n.inputs
+    x, c, c_first = (a, b, False) if b.is_const else (b, a, True)
+    prod = x.producer
+    if (not c.is_const or x.is_const or prod is None or prod.op not in ("conv2d", "dense")
+            or not all(v.is_const for v in prod.inputs[1:]) or id(x) in outputs
+            or len(consumers.get(x, [])) != 1 or n.outputs[0].shape != x.shape
+            or n.outputs[0].dtype != x.dtype or (n.op == "sub" and c_first)):
+        return False
+    per = _per_channel(c.const, x.shape)
+    if per is None:
+        return False
+    per = per.astype("float64")
+    if n.op == "mul":
+        _scale_shift_into(g, prod, per, 0.0)
+    else:
+        _scale_shift_into(g, prod, 1.0, per if n.op == "add" else -per)
+    _forward(g, consumers, outputs, n.outputs[0], x)
+    return True
+
+
+def _forward(g: Graph, consumers: dict[Value, list[Node]], outputs: set[int], old: Value,
+             new: Value) -> None:
+    """Readers of `old` read `new` (which had one reader, the node being dropped)."""
+    replace_uses(g, old, new)
+    consumers[new] = consumers.pop(old, [])
+    if id(old) in outputs:
+        outputs.add(id(new))
 
 
 def fold_constants(g: Graph, limit_bytes: int | None = None) -> Graph:
