@@ -30,6 +30,11 @@ from tensorforge.plugins.registry import PluginInfo, Registry
 
 def pytest_configure(config: pytest.Config) -> None:
     _plugins.set_autoload(False)
+    # probe OpenCL before any test module imports TensorFlow: pocl initialising its platform
+    # after TensorFlow is loaded crashes the process (their LLVMs clash); afterwards both work
+    from tensorforge.testing.hardware import opencl_status
+
+    opencl_status()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
