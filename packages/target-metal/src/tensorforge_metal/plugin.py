@@ -14,7 +14,7 @@ METAL = TargetKind(
     },
     build="tensorforge_metal.codegen:build",
     keys=("metal", "gpu"),
-    description="Apple GPUs: Metal Shading Language, runtime on macOS (planned)",
+    description="Apple GPUs: Metal Shading Language (checked with clang off macOS)",
 )
 
 
@@ -26,3 +26,12 @@ def register_targets(register):
 @hookimpl
 def register_target_tags(register):
     register(TargetTag("apple/m2-gpu", "metal -max-threads-per-block=1024", "Apple M2 GPU"))
+
+
+@hookimpl
+def register_strategies(register, target):
+    """Core's GPU templates (conv2d, dense, pools, softmax, layer norm)."""
+    if target.kind.name == "metal":
+        from tensorforge.ops.schedules_gpu import register_gpu_strategies
+
+        register_gpu_strategies(register, target)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import TensorforgeError
 from ..text import plural
 from .database import Database
 from .executor import Executor, LocalExecutor
@@ -93,6 +94,24 @@ class TuneModelResult:
                    if math.isfinite(s.default_cost))
 
 
+def check_device(tgt: Any) -> None:
+    """Raise a clear TensorforgeError when `tgt` runs on a device kind this machine lacks
+    (tuning times every candidate on the device, e.g. by CUDA events)."""
+    from ..runtime.device import DEVICE_RUNTIMES, DeviceUnavailable, get_device
+
+    runtime = DEVICE_RUNTIMES.get(tgt.kind.device_type)
+    if runtime is None:
+        return
+    options = {k: tgt.options[k] for k in ("platform", "device") if k in tgt.options}
+    try:
+        get_device(runtime, options)
+    except DeviceUnavailable as e:
+        raise TensorforgeError(
+            f"cannot tune for {tgt.kind.name} here: {e}. Tuning times each candidate on the "
+            f"device; run `tforge tune --target {tgt.kind.name}` on a machine with one (the "
+            "records then apply anywhere with `tforge compile --tuning-db`)") from None
+
+
 def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = "tuning.db",
                n_trials: int | None = None, tuner: str = "xgb",
                time_budget: float | str | None = None, early_stopping: int | None = None,
@@ -111,6 +130,7 @@ def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = 
 
     tgt = Target.coerce(target)
     tgt.kind.load_build()  # a target that cannot compile here: say so before any work
+    check_device(tgt)  # nor one whose device is missing: candidates are timed on it
     t0 = time.monotonic()
     database = db if isinstance(db, Database) else Database(db)  # bad paths: refused first
     try:

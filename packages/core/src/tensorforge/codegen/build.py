@@ -17,21 +17,20 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import TensorforgeError
-from ..expr import Buffer, IntImm, Var, post_order_collect
+from ..expr import Buffer, IntImm, Var
 from ..expr import dtype as dt
 from ..runtime.cfunction import Param, params_to_json
 from ..runtime.device import DeviceModule, device_library_desc
-from ..tir.stmt import BufferStore, PrimFunc
+from ..tir.stmt import PrimFunc
 from ..tir.transform.split_host_device import HostProgram, rename_launches, split_host_device
 from .c_printer import CPrinter, kernel_name
 from .dialect import Dialect
-from .features import check_messages
+from .features import check_messages, written_data
 from .legalize import legalize
 
 
 def _params(func: PrimFunc) -> list[Param]:
-    written = {s.buffer.data for s in post_order_collect(
-        func.body, lambda n: isinstance(n, BufferStore))}
+    written = written_data(func.body)
     shapes = func.attrs.get("buffer_shapes") or [None] * len(func.params)
     out = []
     for p, shape in zip(func.params, shapes):

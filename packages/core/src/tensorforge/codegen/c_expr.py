@@ -252,6 +252,10 @@ class ExprPrinter:
             return f"({self.expr(c)} ? {self.lazily(t)} : {self.lazily(f)})"
         if op == "runtime_check":
             return self.runtime_check(e)
+        if op == "address_of":  # of an element: a pointer operand of an intrinsic call
+            ld = e.args[0]
+            ptr = self.name(ld.buffer.data, ld.buffer.name)
+            return f"(&{ptr}[{_strip(self.expr(ld.indices[0]))}])"
         if op in ("tir.shuffle_down", "tir.shuffle_idx"):
             tmpl = self.d.shuffle_down if op == "tir.shuffle_down" else self.d.shuffle_idx
             if tmpl is None:
@@ -291,7 +295,8 @@ class ExprPrinter:
         if tmpl is None:
             raise CodegenError(f"{self.d.name} has no spelling for {op}({dtype}); add it to "
                                "the dialect's math table")
-        return tmpl.format(*[_strip(self.expr(a)) for a in args], type=self.ctype(dtype))
+        ctype = self.ctype(dtype) if "{type}" in tmpl else ""
+        return tmpl.format(*[_strip(self.expr(a)) for a in args], type=ctype)
 
 
 

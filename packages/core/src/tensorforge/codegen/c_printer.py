@@ -353,7 +353,7 @@ class _KernelPrinter(ExprPrinter):
         tmp = self.fresh("v")  # scatter: one store per lane
         self.emit(f"const {self.ctype(s.value.dtype)} {tmp} = {_strip(self.expr(s.value))};")
         for k in range(lanes):
-            lane = f"{tmp}{self.d.lane_access.format(lane=k)}"
+            lane = f"{tmp}{self.d.lane(k)}"
             i = self.lane_index(idx, k)
             if half:
                 self.emit(self.d.half_store.format(value=lane, offset=i, ptr=ptr) + ";")
@@ -380,9 +380,9 @@ class _KernelPrinter(ExprPrinter):
             return _strip(self.expr(self.ana.simplify(idx.base + idx.stride * k)))
         if isinstance(idx, Broadcast):
             return _strip(self.expr(idx.value))
-        return f"{self.expr(idx)}{self.d.lane_access.format(lane=k)}"
+        return f"{self.expr(idx)}{self.d.lane(k)}"
 
 def _written(body: Stmt) -> set[Var]:
-    from ..expr import post_order_collect
+    from .features import written_data
 
-    return {s.buffer.data for s in post_order_collect(body, lambda n: isinstance(n, BufferStore))}
+    return written_data(body)

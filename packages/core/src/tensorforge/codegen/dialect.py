@@ -125,10 +125,14 @@ class Dialect:
     vector_type: str = "{type}{lanes}"
     vector_ctor: str = "(({vtype})({args}))"
     vector_broadcast: str = "(({vtype})({value}))"
-    lane_access: str = ".s{lane:x}"
+    #: lane k of a vector value: a template of `lane`, or one name per lane (".x" ".y" ...)
+    lane_access: str | tuple[str, ...] = ".s{lane:x}"
     vector_lanes: tuple[int, ...] = (2, 3, 4, 8, 16)
     #: whether +, *, compares ... work on vector types (CUDA's float4 has no operators)
     vector_arith: bool = True
+    #: element dtypes a dialect without vector arithmetic still copies as vectors (a store of
+    #: a contiguous load, e.g. a cooperative fetch: CUDA's float4 loads and stores)
+    vector_copy: tuple[str, ...] = ()
     #: contiguous vector load/store of `lanes` elements at `ptr + offset`, where `offset` is
     #: proven a multiple of `lanes` (a cast to a vector pointer is then safe) ...
     vector_load: str = "vload{lanes}(0, {ptr} + {offset})"
@@ -175,6 +179,11 @@ class Dialect:
             return self.type_names[element]
         except KeyError:
             raise ValueError(f"dialect {self.name!r} has no type for {element}") from None
+
+    def lane(self, k: int) -> str:
+        """How lane `k` of a vector value is read (`.s3`, `.w` ...)."""
+        la = self.lane_access
+        return "." + la[k] if isinstance(la, tuple) else la.format(lane=k)
 
     def math_template(self, op: str, element: str) -> str | None:
         """The spelling of math call `op` on `element` values: exact dtype, then its class

@@ -121,7 +121,6 @@ def scan(kernels: Iterable[Any]) -> Features:
     return f
 
 
-
 def check_messages(body: Stmt) -> list[str]:
     """The messages of a kernel's assertions and data checks (`runtime_check`), each once, in
     a fixed order: status k of the kernel means message k - 1 failed."""
@@ -131,3 +130,14 @@ def check_messages(body: Stmt) -> list[str]:
             (n.args[2].value if len(n.args) > 2 and isinstance(n.args[2], StringImm) else "")
             for n in found]
     return list(dict.fromkeys(msgs))
+
+
+def written_data(body: Stmt) -> set[Any]:
+    """Data variables of the buffers `body` may write: stored to, or passed by address to a
+    call (`address_of(buf[i])`: an intrinsic such as a tensor-core store may write there;
+    `address_of(buf[i], "r")` promises a read)."""
+    found = post_order_collect(body, lambda n: isinstance(n, BufferStore) or (
+        isinstance(n, Call) and n.op == "address_of" and not (
+            len(n.args) > 1 and isinstance(n.args[1], StringImm) and n.args[1].value == "r")))
+    return {n.buffer.data if isinstance(n, BufferStore) else n.args[0].buffer.data
+            for n in found}

@@ -1,7 +1,8 @@
 """Legalization: rewrite what a dialect cannot print into what it can, before printing.
 
 - Vector splitting: a vector store becomes one scalar store per lane when the dialect has no
-  vector arithmetic (CUDA's `float4` has no operators), no vector type of that width, or when
+  vector arithmetic (CUDA's `float4` has no operators; a contiguous copy of a `vector_copy`
+  dtype stays one vector load and store), no vector type of that width, or when
   its value holds a vector `if_then_else` (C evaluates both sides of a vector select, and the
   guarded side may read out of bounds: per lane, the C `?:` is lazy again) or a vector data
   check (`runtime_check`, printed per lane).
@@ -17,6 +18,7 @@ from ..expr import (
     Call,
     Cast,
     ExprMutator,
+    IntImm,
     Let,
     PrimExpr,
     Ramp,
@@ -61,6 +63,10 @@ class _Lane(ExprMutator):
         return self.visit(substitute(e.body, {e.var: e.value}))
 
 
+def _contiguous(idx: PrimExpr) -> bool:
+    return isinstance(idx, Ramp) and isinstance(idx.stride, IntImm) and idx.stride.value == 1
+
+
 def lane(e: PrimExpr, k: int) -> PrimExpr:
     return _Lane(k).visit(e)
 
@@ -78,7 +84,9 @@ class _Split(ExprMutator):
 
     def _needs_split(self, s: BufferStore) -> bool:
         n = dt.lanes(s.value.dtype)
-        return n > 1 and (not self.d.vector_arith or n not in self.d.vector_lanes
+        copy = (isinstance(s.value, BufferLoad) and _contiguous(s.value.indices[0])
+                and _contiguous(s.indices[0]) and dt.element(s.value.dtype) in self.d.vector_copy)
+        return n > 1 and ((not self.d.vector_arith and not copy) or n not in self.d.vector_lanes
                           or _has_vector_select(s.value))
 
     def visit_LetStmt(self, s: LetStmt) -> Stmt:

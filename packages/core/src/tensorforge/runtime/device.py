@@ -37,10 +37,15 @@ from .cfunction import Param, params_from_json, params_to_json
 from .module import Module
 
 __all__ = ["DEVICE_LIBRARY_FORMAT", "Device", "DeviceArray", "DeviceFunction", "DeviceModule",
-           "TimeResult", "get_device", "load_device_module"]
+           "DeviceUnavailable", "TimeResult", "get_device", "load_device_module"]
 
 DEVICE_LIBRARY_FORMAT = "tensorforge.device-library"
 DEVICE_LIBRARY_VERSION = 1
+
+
+class DeviceUnavailable(TensorforgeError):
+    """This machine has no usable device of the kind (no driver, no GPU). Raised by a
+    runtime's `Device()`; a model compiled for that device still exports."""
 
 
 class Device:
@@ -142,7 +147,9 @@ def _import(ref: str) -> Any:
 
 #: device kinds a package may name, and the runtime class that drives each: a package names
 #: the kind, never an import path (loading a package must not import what it says)
-DEVICE_RUNTIMES: dict[str, str] = {"opencl": "tensorforge_opencl.runtime:OpenCLDevice"}
+DEVICE_RUNTIMES: dict[str, str] = {"opencl": "tensorforge_opencl.runtime:OpenCLDevice",
+                                   "cuda": "tensorforge_cuda.runtime:CUDADevice",
+                                   "metal": "tensorforge_metal.runtime:MetalDevice"}
 
 
 def register_device_runtime(kind: str, runtime: str) -> None:

@@ -38,6 +38,7 @@ import numpy as np
 from tensorforge.errors import PackageError, TensorforgeError
 
 from .arena import ArenaPool, default_limit
+from .device import DeviceUnavailable
 from .device_execution import DeviceConstants, KernelStep, bind_devices, is_device_function
 from .validate import check_description
 
@@ -186,7 +187,10 @@ class GraphExecutor:
                 self._skip.add(i)
         self.pool: ArenaPool[Arena] = ArenaPool(self.new_arena, max_concurrency or
                                                 default_limit())
-        self.pool.add(self.new_arena())  # binds every kernel now: mismatches fail at load
+        try:
+            self.pool.add(self.new_arena())  # binds every kernel now: mismatches fail at load
+        except DeviceUnavailable:
+            pass  # built for a device this machine lacks: it exports; a run says why not
 
     def _function(self, k: Mapping[str, Any]) -> Any:
         if k["name"] not in self.module:

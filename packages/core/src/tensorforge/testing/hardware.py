@@ -1,5 +1,6 @@
 """Probes for the hardware tests need, each run once per process: a test marked `opencl`
-skips with the reason when `has_opencl()` is false (see `pytest_plugin`)."""
+(`cuda`) skips with the reason when `has_opencl()` (`has_cuda()`) is false (see
+`pytest_plugin`)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,17 @@ def _probe_opencl() -> str:
 
 def has_opencl() -> bool:
     return not opencl_status()
+
+
+@cache
+def cuda_status() -> str:
+    """"" when a CUDA device is usable (driver + GPU), else why not."""
+    try:
+        from tensorforge_cuda.runtime import cuda_status as probe
+    except ImportError:
+        return "tensorforge-target-cuda is not installed"
+    return probe()
+
+
+def has_cuda() -> bool:
+    return not cuda_status()

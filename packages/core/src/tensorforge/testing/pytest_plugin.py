@@ -7,7 +7,8 @@
   ``TENSORFORGE_PLUGINS`` / ``TENSORFORGE_DISABLE_PLUGINS``) and return the registry;
 * ``llvm_target``: registers the llvm plugin and returns ``Target.parse("llvm")`` (the host);
   skips when tensorforge-target-llvm is not installed; ``opencl_target`` likewise for
-  ``opencl`` (tests marked ``opencl`` skip, with the reason, where no device is usable);
+  ``opencl`` (tests marked ``opencl`` or ``cuda`` skip, with the reason, where no such device
+  is usable);
 * ``plugin_distribution``: write a throw-away installed distribution with entry points and put
   it on ``sys.path`` (see :func:`tensorforge.testing.write_distribution`).
 """
@@ -32,16 +33,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked `opencl` skip, with the reason, where no OpenCL device is usable."""
-    marked = [it for it in items if it.get_closest_marker("opencl") is not None]
-    if not marked:
-        return
-    from tensorforge.testing.hardware import opencl_status
+    """Tests marked `opencl` or `cuda` skip, with the reason, where no such device is usable."""
+    from tensorforge.testing import hardware
 
-    why = opencl_status()
-    if why:
-        for it in marked:
-            it.add_marker(pytest.mark.skip(reason=f"opencl: {why}"))
+    for mark, probe in (("opencl", hardware.opencl_status), ("cuda", hardware.cuda_status)):
+        marked = [it for it in items if it.get_closest_marker(mark) is not None]
+        why = probe() if marked else ""
+        if why:
+            for it in marked:
+                it.add_marker(pytest.mark.skip(reason=f"{mark}: {why}"))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
