@@ -145,6 +145,7 @@ def test_exported_module_runs_without_the_compiler(opencl_target, tmp_path):
     assert out.stdout.split() == ["DeviceModule", "opencl"]
 
 
+@pytest.mark.opencl
 def test_no_matching_device_is_a_clear_error(opencl_target):
     pytest.importorskip("pyopencl")
     from tensorforge_opencl.runtime import find_device
@@ -208,3 +209,23 @@ def test_zero_dimensional_arrays(opencl_target):
     compiled = tensorforge.compile(g, target=opencl_target)
     (y,) = compiled.run({"x": np.arange(5, dtype="float32"), "lo": np.array(2.5, "float32")})
     np.testing.assert_array_equal(y, np.maximum(np.arange(5), 2.5))
+
+
+def test_tensorflow_in_the_process_is_a_clear_error_not_a_crash():
+    """pocl's platform probe after TensorFlow loaded crashes the process: a subprocess that
+    imports TensorFlow first gets a TensorforgeError naming the clash instead."""
+    pytest.importorskip("pyopencl")
+    pytest.importorskip("tensorflow")
+    code = textwrap.dedent("""
+        import tensorflow  # noqa: F401
+        from tensorforge.errors import TensorforgeError
+        from tensorforge_opencl.runtime import find_device
+        try:
+            find_device()
+        except TensorforgeError as e:
+            print("clear:", "TensorFlow" in str(e))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "clear: True" in out.stdout

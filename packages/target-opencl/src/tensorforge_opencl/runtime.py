@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Mapping, Sequence
@@ -36,9 +37,33 @@ def _cl() -> Any:
     return cl
 
 
+_platforms_probed = False
+
+
+def _check_no_llvm_clash() -> None:
+    """pocl's first platform probe in a process that already loaded TensorFlow crashes it
+    (SIGSEGV: their bundled LLVMs clash; kernel builds fail if the order is reversed): say
+    so instead of dying, where a pocl driver is installed."""
+    global _platforms_probed
+    if _platforms_probed or "tensorflow" not in sys.modules:
+        _platforms_probed = True
+        return
+    vendors = os.environ.get("OCL_ICD_VENDORS", "/etc/OpenCL/vendors")
+    try:
+        icds = os.listdir(vendors) if os.path.isdir(vendors) else []
+    except OSError:
+        icds = []
+    if any("pocl" in name.lower() for name in icds):
+        raise TensorforgeError(
+            "TensorFlow is loaded in this process and pocl's OpenCL driver crashes beside it "
+            "(their LLVMs clash); run OpenCL models in a process that does not import "
+            "TensorFlow (import a TensorFlow model once, export the .tfpkg, run it elsewhere)")
+
+
 def find_device(platform: str = "", device: str = "") -> Any:
     """The first OpenCL device whose platform and device names contain the given strings."""
     cl = _cl()
+    _check_no_llvm_clash()
     try:
         platforms = cl.get_platforms()
     except cl.Error as e:
