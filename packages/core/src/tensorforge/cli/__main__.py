@@ -1,0 +1,7 @@
+"""``python -m tensorforge.cli`` runs the ``tforge`` command (as ``cli.py`` did)."""
+
+import sys
+
+from tensorforge.cli import main
+
+sys.exit(main())
