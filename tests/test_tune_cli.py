@@ -199,6 +199,8 @@ def test_two_tuners_on_one_database_measure_disjoint_configs(tmp_path):
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
         assert "10 new trials" in out and "measured twice" not in out, out
+        # defaults the other run measured first are read back from the database
+        assert "tasks measured" not in out.splitlines()[-1], out
     with sqlite3.connect(db) as c:
         rows = c.execute("SELECT task_key, config_index, run_id FROM records").fetchall()
         claims = c.execute("SELECT COUNT(*) FROM claims").fetchone()[0]

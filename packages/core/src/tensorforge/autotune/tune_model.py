@@ -94,6 +94,20 @@ class TuneModelResult:
                    if math.isfinite(s.default_cost))
 
 
+def _defaults_from_records(states: list[Any], database: Database) -> None:
+    """A default config another run measured first (runs sharing a database claim configs)
+    has its cost in the database, not in this run's results: read it, so the before/after
+    estimate covers every task whose default anyone measured."""
+    for st in states:
+        if math.isfinite(st.default_cost):
+            continue
+        default = st.task.config_space.default_index
+        costs = [r.cost for r in database.records(st.task.key, st.task.target_str)
+                 if r.config_index == default and math.isfinite(r.cost)]
+        if costs:
+            st.default_cost = min(costs)
+
+
 def check_device(tgt: Any) -> None:
     """Raise a clear TensorforgeError when `tgt` runs on a device kind this machine lacks
     (tuning times every candidate on the device, e.g. by CUDA events)."""
@@ -153,6 +167,7 @@ def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = 
                           callbacks=[*([display] if display else []), *callbacks])
     try:
         states = sched.tune()
+        _defaults_from_records(states, database)
     finally:
         if display is not None:
             display.close()
