@@ -45,7 +45,7 @@ from ..groups import FusedGroup
 from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
 from .concat_views import concat_views
-from .fuse_merge import merge_diamonds, merge_reshape_readers
+from .fuse_merge import join_groups, merge_diamonds, merge_reshape_readers
 from .inline_size import MAX_INLINE_SIZE, input_reads
 
 _EW = OpPattern.BROADCAST
@@ -194,17 +194,7 @@ def _merge_epilogues(g: Graph, groups: list[_Group], group_of: dict[int, _Group]
                     continue
                 if any(d is not grp and d.reaches(grp) for d in other.deps):
                     continue  # it also reads something computed from grp: a cycle
-                grp.nodes = sorted(grp.nodes + other.nodes, key=lambda n: order[id(n)])
-                grp.made |= other.made
-                grp.reads |= other.reads
-                grp.deps |= other.deps - {grp}
-                for n in other.nodes:
-                    group_of[id(n)] = grp
-                for x in groups:
-                    if other in x.deps:
-                        x.deps.discard(other)
-                        if x is not grp:
-                            x.deps.add(grp)
+                join_groups(grp, other, groups, group_of, order)
                 merged.add(other)
                 changed = True
     return [grp for grp in groups if grp not in merged]

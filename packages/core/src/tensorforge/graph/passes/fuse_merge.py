@@ -21,9 +21,13 @@ from ..registry import OpPattern
 _EW = OpPattern.BROADCAST
 
 
-def _absorb(into: Any, other: Any, groups: list[Any], group_of: dict[int, Any],
-            order: dict[int, int]) -> None:
+def join_groups(into: Any, other: Any, groups: list[Any], group_of: dict[int, Any],
+                order: dict[int, int]) -> None:
+    """`other`'s nodes, values and dependencies move into `into`; readers of `other` now
+    depend on `into`. `other` stays in `groups` (the caller drops it)."""
     into.nodes = sorted(into.nodes + other.nodes, key=lambda n: order[id(n)])
+    into.made |= other.made
+    into.reads |= other.reads
     into.deps |= other.deps - {into}
     for n in other.nodes:
         group_of[id(n)] = into
@@ -32,6 +36,11 @@ def _absorb(into: Any, other: Any, groups: list[Any], group_of: dict[int, Any],
             x.deps.discard(other)
             if x is not into:
                 x.deps.add(into)
+
+
+def _absorb(into: Any, other: Any, groups: list[Any], group_of: dict[int, Any],
+            order: dict[int, int]) -> None:
+    join_groups(into, other, groups, group_of, order)
     groups.remove(other)
 
 
