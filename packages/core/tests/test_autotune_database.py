@@ -82,6 +82,53 @@ def test_concurrent_writers(tmp_path) -> None:
     assert all(db.count(f"k{w}") == 100 for w in range(3))
 
 
+def test_open_retries_when_sqlite_answers_locked_without_waiting(tmp_path, monkeypatch) -> None:
+    # Two processes switching a new file to WAL at once: SQLite answers "database is locked"
+    # at once for one of them, without its busy handler (seen as a CI failure of two
+    # `tforge tune` runs on one new database). Opening retries until the timeout.
+    real = sqlite3.connect
+    failures = {"left": 3}
+
+    class Racing:
+        def __init__(self, conn):
+            self._conn = conn
+
+        def execute(self, sql, *args):
+            if sql.startswith("PRAGMA journal_mode") and failures["left"]:
+                failures["left"] -= 1
+                raise sqlite3.OperationalError("database is locked")
+            return self._conn.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self._conn, name)
+
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: Racing(real(*a, **k)))
+    db = Database(tmp_path / "t.db")
+    assert failures["left"] == 0 and db.schema_version == SCHEMA_VERSION
+    failures["left"] = 10**6  # locked for good: a clear error once the timeout has passed
+    with pytest.raises(TuningDatabaseError, match="database is locked"):
+        Database(tmp_path / "u.db", timeout=0.3)
+
+
+def test_many_processes_open_one_new_database(tmp_path) -> None:
+    script = textwrap.dedent("""
+        import sys, time
+        from tensorforge.autotune.database import Database
+        start = float(sys.argv[2])
+        while time.time() < start:
+            pass
+        Database(sys.argv[1]).close()
+    """)
+    import time
+    for round_ in range(4):
+        path, start = str(tmp_path / f"{round_}.db"), time.time() + 1.0
+        procs = [subprocess.Popen([sys.executable, "-c", script, path, str(start)],
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+        for p in procs:
+            _, err = p.communicate(timeout=60)
+            assert p.returncode == 0, err
+
+
 # ---- bad paths and files: refused up front, naming the file and what to do ---------------------
 def test_empty_path_is_refused() -> None:
     for path in ("", "  "):

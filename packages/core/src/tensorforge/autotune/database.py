@@ -142,12 +142,32 @@ class Database:
         else:
             self._check_writable()
         try:
-            self._migrate()
+            self._open_retrying()
         except sqlite3.DatabaseError as exc:
             self.close()
             raise self._unusable(exc) from None
 
     # opening -------------------------------------------------------------------------------
+    def _open_retrying(self) -> None:
+        """Open and migrate, retrying while another process holds the file. SQLite answers
+        some races at open without calling the busy handler (two processes switching a new
+        file to WAL, one reading the schema while another creates it): "database is locked"
+        at once, whatever the timeout."""
+        deadline = time.monotonic() + self.timeout
+        delay = 0.005
+        while True:
+            try:
+                self._migrate()
+                return
+            except sqlite3.OperationalError as exc:
+                text = str(exc)
+                if ("locked" not in text and "busy" not in text) or \
+                        time.monotonic() + delay > deadline:
+                    raise
+                self.close()
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+
     def _check_writable(self) -> None:
         """Refuse up front a path SQLite could not write (before any tuning work)."""
         if self.path == ":memory:":
