@@ -1,6 +1,7 @@
 """tensorforge: a deep-learning compiler after TVM.
 
-Importing the package is cheap: ``te``, ``lower``, ``build``, ``compile`` and ``load`` load on
+Importing the package is cheap: ``te``, ``lower``, ``build``, ``compile``, ``quantize`` and
+``load`` load on
 first use (``load`` needs only the runtime: numpy and ctypes).
 """
 
@@ -13,12 +14,13 @@ from tensorforge.errors import TensorforgeError
 from tensorforge.target import Target
 
 __all__ = ["Target", "TensorforgeError", "__version__", "build", "compile", "load", "lower",
-           "te"]
+           "quantize", "te"]
 
 _LAZY = {"te": ("tensorforge.te", None), "lower": ("tensorforge.driver", "lower"),
          "build": ("tensorforge.driver", "build"),
          "compile": ("tensorforge.compiler", "compile"),
-         "load": ("tensorforge.runtime.package", "load")}
+         "load": ("tensorforge.runtime.package", "load"),
+         "quantize": ("tensorforge.graph.passes.quantize", "quantize")}
 
 
 def __getattr__(name: str) -> Any:

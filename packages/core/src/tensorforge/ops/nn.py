@@ -59,6 +59,11 @@ def pad(
     if all(b == 0 for b in before) and all(x == 0 for x in after):
         return a
     shape = [_int(s) + b + x for s, b, x in zip(a.shape, before, after)]
+    if not a.dtype.startswith("float") and value in (float("inf"), float("-inf")):
+        import numpy as np  # an integer max pool's -inf fill: the type's least value
+
+        info = np.iinfo(a.dtype)
+        value = info.max if value > 0 else info.min
 
     def f(*i):  # type: ignore[no-untyped-def]
         conds = []

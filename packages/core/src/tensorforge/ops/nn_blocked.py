@@ -78,17 +78,23 @@ def depthwise_conv2d_nchwc(data: Tensor, kernel: Tensor, stride: int | Sequence[
         name=name, tag="depthwise_conv2d_nchwc")
 
 
+def _as(e: Any, dtype: str | None) -> Any:
+    return e if dtype is None or e.dtype == dtype else e.astype(dtype)
+
+
 def dense_packed(data: Tensor, weight: Tensor, name: str = "dense_packed",
-                 units: int | None = None) -> Tensor:
+                 units: int | None = None, out_dtype: str | None = None) -> Tensor:
     """data (M, K), weight packed (N/y, K, y) -> (M, N); `units` < N: the last panel is
-    zero-padded and only the first `units` columns are computed (a classifier of 10)."""
+    zero-padded and only the first `units` columns are computed (a classifier of 10);
+    `out_dtype`: products and sum in that type (int8 x int8 -> int32)."""
     m, k = (_int(s) for s in data.shape)
     no, k2, nb = (_int(s) for s in weight.shape)
     if k != k2:
         raise ValueError(f"dense_packed: inner dimensions {k} and {k2} differ")
     r = te.reduce_axis((0, k), name="k")
     return te.compute((m, units or no * nb),
-                      lambda i, j: te.sum(data[i, r] * weight[j // nb, r, j % nb], axis=r),
+                      lambda i, j: te.sum(_as(data[i, r], out_dtype)
+                                          * _as(weight[j // nb, r, j % nb], out_dtype), axis=r),
                       name=name, tag="dense_packed")
 
 

@@ -55,12 +55,14 @@ def _conv_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
     pt, pl, pb, pr = at.get("pads", (0, 0, 0, 0))
     oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
     ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
-    return [((n, oo, oh, ow, ob), types[0][1])]
+    return [((n, oo, oh, ow, ob), at.get("out_dtype") or types[0][1])]
 
 
 def _conv_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
     depthwise = at.get("depthwise", False)
     x = _unpack(ins[0])
+    if at.get("out_dtype"):  # int8 products summed exactly (float64 holds them)
+        x, ins = x.astype("float64"), [ins[0], ins[1].astype("float64"), *ins[2:]]
     if depthwise:  # (C/x, 1, KH, KW, 1, x) -> (C, 1, KH, KW)
         cc, _, kh, kw, _, b = ins[1].shape
         w = ins[1].transpose(0, 5, 1, 4, 2, 3).reshape(cc * b, 1, kh, kw)
@@ -71,7 +73,7 @@ def _conv_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
                           at.get("dilations", (1, 1)), groups)
     if len(ins) > 2:
         out = out + ins[2].reshape(1, -1, 1, 1)
-    return [_pack(out.astype(ins[0].dtype), ins[1].shape[-1])]
+    return [_pack(out.astype(at.get("out_dtype") or ins[0].dtype), ins[1].shape[-1])]
 
 
 def _bias(y: Any, b: Any, bn: int) -> Any:
@@ -84,7 +86,8 @@ def _conv_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any
     if at.get("depthwise", False):
         y = nb.depthwise_conv2d_nchwc(ins[0], ins[1], s, p, d)
     else:
-        y = conv2d_nchwc(ins[0], ins[1], s, p, d, groups=at.get("groups", 1))
+        y = conv2d_nchwc(ins[0], ins[1], s, p, d, out_dtype=at.get("out_dtype"),
+                         groups=at.get("groups", 1))
     if len(ins) > 2:
         y = _bias(y, ins[2], out[0][0][-1])
     return [y]
@@ -92,7 +95,8 @@ def _conv_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any
 
 register_op("conv2d_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE, _conv_infer, _conv_ref,
             _conv_compute, doc="conv2d on NCHW<x>c data, OIHW<x>i<y>o weights [, bias (O,)]; "
-            "attrs strides, pads, dilations, groups (x divides C/groups, y O/groups)")
+            "attrs strides, pads, dilations, groups (x divides C/groups, y O/groups), "
+            "out_dtype (int8 x int8 -> int32)")
 
 
 def _dw_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
@@ -108,14 +112,16 @@ register_op("depthwise_conv2d_nchwc", OpPattern.OUT_ELEMWISE_FUSABLE, _dw_infer,
 def _dense_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
     no, k, b = ins[1].shape
     w = ins[1].transpose(0, 2, 1).reshape(no * b, k)[:at.get("units") or no * b]
-    y = ins[0].astype("float64") @ w.T.astype("float64")
+    od = at.get("out_dtype")
+    wide = "int64" if od else "float64"  # integer products summed exactly
+    y = ins[0].astype(wide) @ w.T.astype(wide)
     if len(ins) > 2:
         y = y + ins[2]
-    return [y.astype(ins[0].dtype)]
+    return [y.astype(od or ins[0].dtype)]
 
 
 def _dense_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
-    y = nb.dense_packed(ins[0], ins[1], units=at.get("units"))
+    y = nb.dense_packed(ins[0], ins[1], units=at.get("units"), out_dtype=at.get("out_dtype"))
     if len(ins) > 2:
         b = ins[2]
         y = te.compute(y.shape, lambda i, j: y[i, j] + b[j], name="bias_add", tag="broadcast")
@@ -125,10 +131,11 @@ def _dense_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[An
 register_op("dense_packed", OpPattern.OUT_ELEMWISE_FUSABLE,
             lambda types, at: [((types[0][0][0],
                                  at.get("units") or types[1][0][0] * types[1][0][2]),
-                                types[0][1])],
+                                at.get("out_dtype") or types[0][1])],
             _dense_ref, _dense_compute,
             doc="x (M, K) @ W^T with W packed NK<y>n: (N/y, K, y) [+ bias (N,)]; attr units "
-                "(optional): N when the last panel is zero-padded")
+                "(optional): N when the last panel is zero-padded; out_dtype (int8 x int8 -> "
+                "int32)")
 
 
 def _pool5_infer(types: TypeList, at: dict[str, Any]) -> TypeList:

@@ -61,15 +61,19 @@ def _conv2d_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
     if len(types) > 2:
         require(tuple(types[2][0]) == (o,), f"conv2d: bias shape {list(types[2][0])} is not "
                 f"[{o}]")
-    return [((n, o, _conv_out(h, kh, sh, dh, pt, pb), _conv_out(w, kw, sw, dw, pl, pr)), dt)]
+    return [((n, o, _conv_out(h, kh, sh, dh, pt, pb), _conv_out(w, kw, sw, dw, pl, pr)),
+             at.get("out_dtype") or dt)]
 
 
 def _conv2d_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
-    out = ref.conv2d_nchw(ins[0], ins[1], at.get("strides", (1, 1)), at.get("pads", 0),
+    x, w = ins[0], ins[1]
+    if at.get("out_dtype"):  # int8 products summed exactly (float64 holds them)
+        x, w = x.astype("float64"), w.astype("float64")
+    out = ref.conv2d_nchw(x, w, at.get("strides", (1, 1)), at.get("pads", 0),
                           at.get("dilations", (1, 1)), at.get("groups", 1))
     if len(ins) > 2:
         out = out + ins[2].reshape(1, -1, 1, 1)
-    return [out.astype(ins[0].dtype)]
+    return [out.astype(at.get("out_dtype") or ins[0].dtype)]
 
 
 def _conv2d_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
@@ -78,6 +82,7 @@ def _conv2d_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[A
     c = int(x.shape[1].value)
     # float16 accumulates in float32 (as ONNX Runtime and PyTorch do), rounded once
     acc = "float32" if x.dtype == "float16" else None
+    acc = at.get("out_dtype") or acc  # int8 x int8 -> int32 (quantized models)
     if groups > 1 and groups == c and int(w.shape[1].value) == 1:
         y = ops.depthwise_conv2d_nchw(x, w, at.get("strides", 1), at.get("pads", 0),
                                       at.get("dilations", 1), out_dtype=acc)
@@ -88,14 +93,14 @@ def _conv2d_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[A
         b = ins[2]
         y = te.compute(y.shape, lambda n, f, i, j: y[n, f, i, j] + b[f].astype(y.dtype),
                        name="bias_add", tag="broadcast")
-    if y.dtype != x.dtype:
+    if y.dtype != (at.get("out_dtype") or x.dtype):
         y = te.compute(y.shape, lambda *i: y[i].astype(x.dtype), name="cast", tag="elemwise")
     return [y]
 
 
 register_op("conv2d", OpPattern.OUT_ELEMWISE_FUSABLE, _conv2d_infer, _conv2d_ref,
             _conv2d_compute, doc="NCHW conv2d (x, w[, bias]); attrs strides, pads, dilations, "
-            "groups")
+            "groups, out_dtype (the accumulator's and result's type: int8 x int8 -> int32)")
 
 
 def _matmul_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
@@ -169,27 +174,33 @@ def _dense_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
     if len(types) > 2:
         require(tuple(types[2][0]) in ((n,), (1, n), (1,), ()), f"dense: bias shape "
                 f"{list(types[2][0])} does not broadcast to [{m}, {n}]")
-    return [((m, n), dt)]
+    return [((m, n), at.get("out_dtype") or dt)]
 
 
 def _dense_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
-    y = ins[0] @ ins[1].T
+    od = at.get("out_dtype")
+    if od:  # integer products summed exactly
+        y = ins[0].astype("int64") @ ins[1].T.astype("int64")
+    else:
+        y = ins[0] @ ins[1].T
     if len(ins) > 2:
         y = y + ins[2]
-    return [y.astype(ins[0].dtype)]
+    return [y.astype(od or ins[0].dtype)]
 
 
 def _dense_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
-    y = ops.dense(ins[0], ins[1], out_dtype=_acc_dtype(ins[0].dtype))
+    od = at.get("out_dtype")
+    y = ops.dense(ins[0], ins[1], out_dtype=od or _acc_dtype(ins[0].dtype))
     if len(ins) > 2:
         b = ins[2]
         y = te.compute(y.shape, lambda i, j: y[i, j] + b[j].astype(y.dtype), name="bias_add",
                        tag="broadcast")
-    return [_round_to(y, ins[0].dtype)]
+    return [_round_to(y, od or ins[0].dtype)]
 
 
 register_op("dense", OpPattern.OUT_ELEMWISE_FUSABLE, _dense_infer, _dense_ref,
-            _dense_compute, doc="x (M, K) @ W (N, K)^T [+ bias (N,)]")
+            _dense_compute, doc="x (M, K) @ W (N, K)^T [+ bias (N,)]; attr out_dtype (the "
+            "accumulator's and result's type: int8 x int8 -> int32)")
 
 
 def _pool_infer(types: TypeList, at: dict[str, Any]) -> TypeList:

@@ -249,8 +249,11 @@ class _Rewriter:
                 return False
             ib = self.blocked[id(x)][1] if id(x) in self.blocked else in_block(c, self.lanes)
             op = "conv2d_nchwc"
+        if n.attrs.get("out_dtype"):  # int8 x int8 -> int32: kept, and no Winograd
+            attrs["out_dtype"] = n.attrs["out_dtype"]
         xb = self.to_blocked(x, ob if depthwise else ib)
-        if not depthwise and groups == 1 and self.winograd is not None:
+        if not depthwise and groups == 1 and self.winograd is not None and \
+                "out_dtype" not in attrs:
             wino = self.winograd(n, x.shape, w.shape, attrs, ib, ob, self.lanes)
             if wino is not None:
                 y = wino(self.g, n, xb, ib, ob)
@@ -441,7 +444,7 @@ class _Rewriter:
             return False
         units = ins[1].shape[0]
         b = dense_block(units, self.lanes)
-        attrs: dict[str, Any] = {}
+        attrs: dict[str, Any] = {k: v for k, v in n.attrs.items() if k == "out_dtype"}
         if b is None:  # a classifier of 10: the last panel zero-padded, packed here
             b = ragged_dense_block(units, self.lanes)
             panels = -(-units // b)
