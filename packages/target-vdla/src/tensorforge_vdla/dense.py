@@ -78,14 +78,30 @@ def default_tile(shape: DenseShape, config: VDLAConfig, epilogue: bool = False,
                key=lambda t: (t[0] * t[1], t[1]))
 
 
+def _find_dense(out: te.Tensor) -> te.Tensor:
+    """The product: this module's TE, or the graph's `dense_packed` (with out_dtype int32)."""
+    try:
+        return _find(out, TAG)
+    except VDLACompileError:
+        return _find(out, "dense_packed")
+
+
 def schedule_dense(outs: Sequence[te.Tensor], target: Any, tile: tuple[int, int] | None = None,
-                   n_vthreads: int = 2) -> Any:
+                   n_vthreads: int | None = None) -> Any:
+    """`n_vthreads` None: two virtual threads when the output blocks split evenly, else one
+    (a classifier of 1000 padded to 63 blocks)."""
     config = VDLAConfig.from_target(target)
     out = outs[0]
-    dense = _find(out, TAG)
+    dense = _find_dense(out)
     data, weight = dense.op.input_tensors
     shape = DenseShape(int(data.shape[1].value), int(dense.shape[1].value))
     stages = _between(out, dense) if out is not dense else []
+    if n_vthreads is None:
+        try:
+            fitting_tiles(shape, config, bool(stages), 2)
+            n_vthreads = 2
+        except VDLACompileError:
+            n_vthreads = 1
     toc, tic = tile or default_tile(shape, config, bool(stages), n_vthreads)
     if n_vthreads == 2 and (shape.n // config.block_out // toc) % 2:
         raise VDLACompileError(f"dense {shape}: two virtual threads need an even number of "
@@ -130,7 +146,7 @@ def schedule_dense(outs: Sequence[te.Tensor], target: Any, tile: tuple[int, int]
 
 
 def dense_schedule(shape: DenseShape, target: Any, tile: tuple[int, int] | None = None,
-                   n_vthreads: int = 2) -> tuple[Any, list[te.Tensor]]:
+                   n_vthreads: int | None = 2) -> tuple[Any, list[te.Tensor]]:
     data, weight, out = dense_te(shape, VDLAConfig.from_target(target))
     return schedule_dense([out], target, tile, n_vthreads), [data, weight, out]
 

@@ -82,8 +82,8 @@ def emit(func: PrimFunc, config: VDLAConfig) -> Program:
         raise VDLACompileError(
             f"{func.name}: this kernel was not scheduled for VDLA (it has no DMA, GEMM or ALU "
             "operation). Schedule operators with tensorforge_vdla.strategies / .dense; "
-            "compiling whole models for vdla needs the host placement (`vdla -host=llvm`, "
-            "planned in issue 11)")
+            "a whole model runs its quantized conv2d/dense here and the rest on the host "
+            "(`vdla -host=llvm`, tensorforge.quantize first)")
     st = _State(config, func.name)
     shapes = func.attrs.get("buffer_shapes") or [None] * len(func.params)
     offset = 0

@@ -4,7 +4,7 @@ Nothing heavy is imported here: descriptors name their code as ``"module:attr"``
 
 from __future__ import annotations
 
-from tensorforge.plugins import Intrinsic, Pass, TargetTag, hookimpl
+from tensorforge.plugins import Intrinsic, Pass, Strategy, TargetTag, hookimpl
 from tensorforge.target import TargetKind, TargetOption
 
 VDLA = TargetKind(
@@ -65,6 +65,7 @@ PASSES = (
     ("vdla.inject_dma", "tir.after_flatten", "tensorforge_vdla.passes:inject_dma", 30),
     ("vdla.inject_alu", "tir.after_flatten", "tensorforge_vdla.passes:inject_alu", 20),
     ("vdla.fold_uops", "tir.after_flatten", "tensorforge_vdla.passes:fold_uops", 10),
+    ("vdla.layout", "graph.layout", "tensorforge_vdla.layout:convert_layout", 10),
 )
 
 
@@ -75,3 +76,17 @@ def register_passes(register, target, stage):
     for name, at, func, priority in PASSES:
         if at == stage:
             register(Pass(name, at, func, priority))
+
+
+@hookimpl
+def register_strategies(register, target):
+    """The int8 convolution and dense that `layout.py` places on VDLA."""
+    if not _is_vdla(target):
+        return
+    ops = "tensorforge.graph.ops.nchwc"
+    register(Strategy("conv2d_nchwc", "vdla", f"{ops}:_conv_compute",
+                      "tensorforge_vdla.strategies:schedule_conv2d", priority=20,
+                      description="int8 NCHW16c conv on the GEMM core, epilogue on the ALU"))
+    register(Strategy("dense_packed", "vdla", f"{ops}:_dense_compute",
+                      "tensorforge_vdla.dense:schedule_dense", priority=20,
+                      description="int8 dense (batch 1) on the GEMM core"))

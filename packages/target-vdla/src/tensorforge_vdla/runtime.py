@@ -105,38 +105,58 @@ class VDLAModule(Module):
 
         return evaluate
 
-    def export_library(self, path: str | os.PathLike[str]) -> None:
-        """`path`: every kernel's instruction stream then its micro-op segment; `path.json`:
-        the sidecar (format, loader, config, parameters, offsets into the file)."""
-        path = os.fspath(path)
+    def library_bytes(self) -> tuple[bytes, dict[str, Any]]:
+        """(every kernel's instruction stream then its micro-op segment, the sidecar: format,
+        loader, config, parameters, offsets into the blob)."""
         blob, kernels = b"", []
         for p in self.programs:
             s, u = p.stream(), p.uops.tobytes()
             kernels.append({**p.sidecar(), "stream_offset": len(blob), "stream_bytes": len(s),
                             "uops_offset": len(blob) + len(s), "uops_bytes": len(u)})
             blob += s + u
-        with open(path, "wb") as f:
-            f.write(blob)
         meta = {"format": LIBRARY_FORMAT, "version": 1, "target": self.target,
                 "loader": "tensorforge_vdla.runtime:load_vdla_module",
                 "entry_name": self.entry_name, "functions": kernels}
+        return blob, meta
+
+    def export_library(self, path: str | os.PathLike[str]) -> None:
+        """`path`: the streams (`library_bytes`); `path.json`: the sidecar."""
+        path = os.fspath(path)
+        blob, meta = self.library_bytes()
+        with open(path, "wb") as f:
+            f.write(blob)
         with open(path + ".json", "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=1)
+
+    def package_entry(self, name: str, members: dict[str, bytes]) -> dict[str, Any]:
+        """This module inside a `.tfpkg` (`CompiledModel.export`): adds `<name>.vdla` and its
+        sidecar to `members`, returns the manifest entry (loader kind "vdla-library")."""
+        blob, meta = self.library_bytes()
+        members[f"{name}.vdla"] = blob
+        members[f"{name}.vdla.json"] = json.dumps(meta, indent=1).encode()
+        return {"name": name, "loader": "vdla-library",
+                "files": {"library": f"{name}.vdla", "sidecar": f"{name}.vdla.json"},
+                "requires": {"target": self.target}}
 
 
 def load_vdla_module(path: str | os.PathLike[str], meta: dict[str, Any] | None = None
                      ) -> VDLAModule:
     """A module written by `VDLAModule.export_library`, without the compiler."""
-    from .errors import VDLAError
-
     path = os.fspath(path)
     if meta is None:
         with open(path + ".json", encoding="utf-8") as f:
             meta = json.load(f)
-    if meta.get("format") != LIBRARY_FORMAT:
-        raise VDLAError(f"{path}.json does not describe a VDLA library")
     with open(path, "rb") as f:
         blob = f.read()
+    return module_from_bytes(blob, meta, path)
+
+
+def module_from_bytes(blob: bytes, meta: dict[str, Any], where: str) -> VDLAModule:
+    """The module of a library blob and its sidecar (`VDLAModule.library_bytes`)."""
+    from .errors import VDLAError
+
+    if not isinstance(meta, dict) or meta.get("format") != LIBRARY_FORMAT:
+        raise VDLAError(f"{where}: the sidecar does not describe a VDLA library")
     programs = []
     for k in meta["functions"]:
         s = blob[k["stream_offset"]:k["stream_offset"] + k["stream_bytes"]]
@@ -145,3 +165,20 @@ def load_vdla_module(path: str | os.PathLike[str], meta: dict[str, Any] | None =
     mod = VDLAModule(programs, meta.get("target", "vdla"))
     mod.entry_name = meta.get("entry_name") or mod.entry_name
     return mod
+
+
+def load_package_module(entry: dict[str, Any], members: dict[str, bytes], tmp: str,
+                        where: str) -> VDLAModule:
+    """The "vdla-library" loader of `tensorforge.load`: the module of a `.tfpkg` entry."""
+    from tensorforge.errors import PackageError
+
+    files = entry.get("files") if isinstance(entry.get("files"), dict) else {}
+    lib, side = files.get("library"), files.get("sidecar")
+    if lib not in members or side not in members:
+        raise PackageError(f"cannot load {where}: its VDLA module names members {lib!r} and "
+                           f"{side!r}, which it does not hold; re-export the model")
+    try:
+        meta = json.loads(members[side])
+    except ValueError as e:
+        raise PackageError(f"cannot load {where}: {side} is not valid JSON ({e})") from None
+    return module_from_bytes(members[lib], meta, f"{where}:{lib}")

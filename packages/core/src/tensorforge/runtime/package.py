@@ -72,6 +72,25 @@ ModuleLoader = Callable[[Mapping[str, Any], Mapping[str, bytes], str, str], Modu
 _LOADERS: dict[str, ModuleLoader] = {}
 
 
+#: module kinds a target plugin loads, imported on first use: a trusted table (a package
+#: names the kind, never an import path), like `device.DEVICE_RUNTIMES`
+PLUGIN_MODULE_LOADERS: dict[str, str] = {
+    "vdla-library": "tensorforge_vdla.runtime:load_package_module"}
+
+
+def _plugin_loader(kind: str) -> ModuleLoader | None:
+    ref = PLUGIN_MODULE_LOADERS.get(kind)
+    if ref is None:
+        return None
+    import importlib
+
+    mod, _, attr = ref.partition(":")
+    try:
+        return getattr(importlib.import_module(mod), attr)
+    except (ImportError, AttributeError):
+        return None
+
+
 def register_module_loader(kind: str, loader: ModuleLoader) -> None:
     """Make `load` able to open modules of `kind`: `loader(entry, members, tmpdir, where)`
     gets the manifest's module entry, the package's verified member bytes by name, a private
@@ -383,7 +402,8 @@ def load(path: Any, sha256: str | None = None, max_concurrency: int | None = Non
     try:
         for entry in entries:
             kind = entry.get("loader") if isinstance(entry, dict) else None
-            loader = _LOADERS.get(kind) if isinstance(kind, str) else None
+            loader = (_LOADERS.get(kind) or _plugin_loader(kind)) if isinstance(kind, str) \
+                else None
             if loader is None:
                 raise PackageError(
                     f"cannot load {where}: it holds a module of kind {kind!r}, which no installed "
