@@ -154,7 +154,13 @@ def main(argv: list[str] | None = None) -> int:
     rows, cfg, wall = measure(args.target)
     out = Path(args.out)
     os.makedirs(out, exist_ok=True)
-    (out / "vdla.md").write_text(table(rows, cfg, wall, args.target), encoding="utf-8")
+    doc = out / "vdla.md"
+    text = table(rows, cfg, wall, args.target)
+    old = doc.read_text(encoding="utf-8") if doc.exists() else ""
+    begin, end = "<!-- resnet18-int8:begin -->", "<!-- resnet18-int8:end -->"
+    if begin in old and end in old:  # vdla_resnet18_int8.py's section stays
+        text = text.rstrip() + "\n\n" + old[old.index(begin):old.index(end) + len(end)] + "\n"
+    doc.write_text(text, encoding="utf-8")
     roofline(rows, cfg, out / "vdla-roofline.png")
     print(f"wrote {out / 'vdla.md'} and {out / 'vdla-roofline.png'}")
     return 0
