@@ -142,3 +142,23 @@ def test_bad_calibration_inputs_are_clear_errors() -> None:
         tensorforge.quantize(g, [])
     with pytest.raises(TensorforgeError, match="lacks graph input"):
         tensorforge.quantize(g, [{"image": _inputs(1, 0)[0]}])
+
+
+def test_relu_after_a_pool_is_an_int8_max(llvm_target: Any) -> None:
+    """A relu that no requantize absorbs stays in int8: max(x, 0) at the same scale."""
+    g = Graph("pool_relu")
+    x = g.add_input("x", (1, 3, 12, 12), "float32")
+    y = g.add("conv2d", x, g.add_const("w", np.ones((4, 3, 1, 1), "float32")),
+              strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), groups=1)
+    y = g.add("relu", g.add("max_pool2d", y, kernel=(2, 2), strides=(2, 2),
+                            pads=(0, 0, 0, 0), ceil_mode=False))
+    g.outputs = [y]
+    qg = tensorforge.quantize(g, _inputs(4, 5))
+    relu = next(n for n in qg.nodes if n.op == "maximum")
+    assert relu.inputs[0].dtype == "int8" and relu.outputs[0].dtype == "int8"
+    cm = tensorforge.compile(qg, target=TARGET)
+    for x in _inputs(2, 6):
+        got = cm.run({"x": x})[0]
+        np.testing.assert_array_equal(got, run_reference(qg, {"x": x})[0])
+        assert got.min() >= 0
+        np.testing.assert_allclose(got, run_reference(g, {"x": x})[0], atol=0.05)
