@@ -28,7 +28,8 @@ def test_ci_run_exit_status(repo_root, tmp_path, case):
     source, expected_rc, message = CASES[case]
     test_file = tmp_path / f"test_case_{case}.py"
     test_file.write_text(source)
-    env = {**os.environ, "CI_SKIP_SETUP": "1", "CI_JUNIT": str(tmp_path / "junit.xml")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env.update(CI_SKIP_SETUP="1", CI_JUNIT=str(tmp_path / "junit.xml"), CI_WORKERS="0")
     proc = subprocess.run(["bash", str(repo_root / ".ci" / "run"), "-p", "no:cacheprovider",
                            str(test_file)], capture_output=True, text=True, env=env, timeout=120)
     assert (proc.returncode != 0) == (expected_rc != 0), proc.stdout + proc.stderr

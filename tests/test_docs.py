@@ -83,7 +83,9 @@ def blocks(path: Path) -> list[Block]:
 
 
 def _env(bin_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TENSORFORGE_")}
+    # (an xdist worker's variables would make a nested pytest think it is a worker too)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("TENSORFORGE_", "PYTEST_XDIST"))}
     env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
     env["COLUMNS"] = "100"
     return env

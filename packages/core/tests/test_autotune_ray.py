@@ -40,4 +40,5 @@ def test_measure_on_ray(cluster, llvm_target) -> None:
     task = Task("matmul_packed.llvm", (16, 32, 16), "llvm -num-threads=1")
     m = Measurer(Builder(executor=ex), Runner(executor=ex, resource="testdev", timeout=60))
     results = m.measure(task, [0, 1, task.config_space.default_index])
-    assert all(r.ok and r.costs for r in results)
+    assert all(r.ok and r.costs for r in results), [(r.error_class, r.error_msg[:300])
+                                                     for r in results]
