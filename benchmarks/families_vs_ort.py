@@ -201,15 +201,24 @@ def main(argv: list[str] | None = None) -> int:
         for th in (int(t) for t in args.threads.split(",")):
             row = measure(path, th, args.rounds, args.target_extra, args.fifo, args.phased)
             rows.append(row)
-            print(json.dumps({k: (float(f"{v:.4g}") if isinstance(v, float) else v)
-                              for k, v in row.items()}), flush=True)
-    md = markdown(rows)
-    print(md)
-    if args.md:
-        Path(args.md).write_text(md + "\n")
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+            print_row(row)
+    write_tables(rows, markdown(rows), args.md, args.json)
     return 0
+
+
+def print_row(row: dict) -> None:
+    """One measured row as a JSON line, floats to 4 significant digits."""
+    print(json.dumps({k: (float(f"{v:.4g}") if isinstance(v, float) else v)
+                      for k, v in row.items()}), flush=True)
+
+
+def write_tables(rows: list[dict], md: str, md_path: str | None, json_path: str | None) -> None:
+    """Print the markdown table; write it and the raw rows where asked."""
+    print(md)
+    if md_path:
+        Path(md_path).write_text(md + "\n")
+    if json_path:
+        Path(json_path).write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

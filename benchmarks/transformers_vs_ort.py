@@ -40,7 +40,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from families_vs_ort import CACHE, _Fifo, _rounds, _session, kernel_sums  # noqa: E402
+from families_vs_ort import (  # noqa: E402
+    CACHE,
+    _Fifo,
+    _rounds,
+    _session,
+    kernel_sums,
+    print_row,
+    write_tables,
+)
 
 ZOO = {"bert": ("bert", {}), "bert-32": ("bert", {"seq": 32}),
        "bert-512": ("bert", {"seq": 512}), "gpt2": ("gpt2", {}), "vit_b_16": ("vit_b_16", {})}
@@ -234,14 +242,8 @@ def main(argv: list[str] | None = None) -> int:
             row = measure(name, *found, th, args.rounds, args.fifo, not args.no_kernels,
                           args.phased)
             rows.append(row)
-            print(json.dumps({k: (float(f"{v:.4g}") if isinstance(v, float) else v)
-                              for k, v in row.items()}), flush=True)
-    md = markdown(rows)
-    print(md)
-    if args.md:
-        Path(args.md).write_text(md + "\n")
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+            print_row(row)
+    write_tables(rows, markdown(rows), args.md, args.json)
     return 0
 
 
