@@ -24,6 +24,7 @@ import pytest
 import tensorforge
 from tensorforge.errors import PackageError
 from tensorforge.runtime.graph_executor import CompiledModel
+from tensorforge.runtime.package_info import package_report
 from tensorforge_onnx import models
 
 DATA = Path(__file__).parent / "data"
@@ -201,6 +202,7 @@ def test_package_carries_the_entry_and_load_uses_it(dqn_pkg) -> None:
     model, path = dqn_pkg
     sig = json.loads(zipfile.ZipFile(path).read("lib.so.json"))
     assert sig["graph_entry"]["digest"] == model.executor.aot_plan.digest
+    assert package_report(path)["executor"].startswith("ahead-of-time entry")
     loaded = tensorforge.load(path)
     assert loaded.executor_kind == "aot", loaded.executor_reason
     x = model.random_inputs(seed=5)
@@ -266,7 +268,10 @@ def test_package_without_entry_runs_on_the_graph_executor(llvm_target, plugins,
     plugins.register("tensorforge_onnx.plugin")
     model = tensorforge.compile(models.build("dqn"), target="llvm -num-threads=1")
     model.executor.aot_plan = None  # what export asks the library for
-    loaded = tensorforge.load(model.export(tmp_path / "old.tfpkg"))
+    path = model.export(tmp_path / "old.tfpkg")
+    assert package_report(path)["executor"] == \
+        "graph executor (the library has no ahead-of-time entry)"
+    loaded = tensorforge.load(path)
     assert loaded.executor_kind == "graph"
     assert "no graph entry" in loaded.executor_reason
     x = model.random_inputs()

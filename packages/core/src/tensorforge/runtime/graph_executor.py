@@ -154,6 +154,8 @@ class Arena:
     device: dict[int, Any] = field(default_factory=dict)
     #: the ahead-of-time entry's arguments and failed-kernel slot (empty: kernel by kernel)
     entry_args: tuple[Any, ...] = ()
+    #: the bytes the storages are parts of (`aot_plan.workspace_layout`)
+    workspace: Any = None
 
 
 class GraphExecutor:
@@ -202,18 +204,25 @@ class GraphExecutor:
                 self._skip.add(i)
         self.aot_plan, self.reason = plan_for(self)
         self._entry: Any = None
-        if executor == "graph":
-            self.reason = "the graph executor was asked for"
-        elif self.aot_plan is not None:
-            self._entry, self.reason = entry_for(self.module, self.aot_plan)
-        self.kind = "graph" if self._entry is None else "aot"
-        self._aot = AotRunner(self) if self._entry is not None else None
+        self._aot: AotRunner | None = None
+        self.kind = "graph"
         self.pool: ArenaPool[Arena] = ArenaPool(self.new_arena, max_concurrency or
                                                 default_limit())
         try:
-            self.pool.add(self.new_arena())  # binds every kernel now: mismatches fail at load
+            first = self.new_arena()  # binds every kernel now: mismatches fail at load
         except DeviceUnavailable:
-            pass  # built for a device this machine lacks: it exports; a run says why not
+            first = None  # built for a device this machine lacks: it exports; a run says why
+        if executor == "graph":
+            self.reason = "the graph executor was asked for"
+        elif self.aot_plan is not None:  # after the bindings: their errors say more
+            self._entry, self.reason = entry_for(self.module, self.aot_plan)
+        if self._entry is not None and first is not None:
+            self.kind = "aot"
+            self._aot = AotRunner(self)
+            first.entry_args = entry_args(self.aot_plan, first.arrays, self.params,
+                                          first.workspace)
+        if first is not None:
+            self.pool.add(first)
 
     def _function(self, k: Mapping[str, Any]) -> Any:
         if k["name"] not in self.module:
@@ -274,7 +283,7 @@ class GraphExecutor:
                 calls.append((_skipped, [], None, ()))
             else:
                 calls.append(_bind(fn, [arrays[a] for a in k["args"]], k))
-        arena = Arena(arrays, pools, calls)
+        arena = Arena(arrays, pools, calls, workspace=workspace)
         if self._entry is not None:
             arena.entry_args = entry_args(self.aot_plan, arrays, self.params, workspace)
         return arena
