@@ -1,6 +1,6 @@
 """Per-run overhead of the ahead-of-time executor vs the Python graph executor (issue 15).
 
-    python benchmarks/aot_overhead.py [--model dqn] [--threads 1] [--rounds 30] [--calls 20]
+    python benchmarks/aot_overhead.py [--model dqn] [--threads 1] [--steps 600]
 
 One compile of the zoo model (`tensorforge_onnx.models`) for `llvm -num-threads=T`; the same
 kernels run two ways in this process: `CompiledModel` as compiled (the AOT entry: one native
@@ -8,15 +8,15 @@ call per run) and `CompiledModel(..., executor="graph")` over the same module (e
 called from Python), plus ONNX Runtime (intra_op_num_threads=T) on the same ONNX model.
 Outputs are checked first (AOT vs graph bit-exact; vs ORT max relative error).
 
-Interleaved call by call (`--rounds` x `--calls` steps, the order rotating each step), each
-step times one call of: `run` (input checks, inputs, the kernels, output copy) on each
-executor, `execute` on each (the kernels alone over a held arena, what
-`CompiledModel.benchmark` times), ORT's `run`, and one execution of the graph executor's
-kernels each timed alone from Python (their sum is the step's "kernel time"). The figures
-are medians over steps; overhead = median over steps of (time - kernel time) / time. The kernel time counts each kernel's Python call and
-clock reads (about a microsecond each), so it is a slight over-estimate and the AOT overhead
-can come out negative. The load average (1 minute) before and after is printed: the machine
-may be shared."""
+Interleaved call by call (`--steps` steps, the order rotating each step), each step times
+one call of: `run` (input checks, inputs, the kernels, outputs) on each executor, `execute`
+on each (the kernels alone over a held arena, what `CompiledModel.benchmark` times), ORT's
+`run`, and one execution of the graph executor's kernels each timed alone from Python (their
+sum is the step's "kernel time"). The figures are medians over steps; overhead = median over
+steps of (time - kernel time) / time. The kernel time includes each kernel's Python call and
+clock reads (a microsecond or two each on a loaded machine), so it is an over-estimate and an
+overhead near zero can come out negative. The load average (1 minute) before and after is
+printed: the machine may be shared."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ import numpy as np
 
 def main(argv: list[str]) -> int:
     import onnxruntime as ort
+    from _common import machine_info
 
     import tensorforge as tf
     from tensorforge.runtime.graph_executor import CompiledModel
@@ -41,8 +42,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="dqn")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--rounds", type=int, default=30)
-    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--steps", type=int, default=600)
     args = ap.parse_args(argv)
     load0 = os.getloadavg()[0]
     proto = models.build(args.model, seed=0)
@@ -93,7 +93,7 @@ def main(argv: list[str]) -> int:
     for f in timed.values():  # warm-up
         f()
     names = list(timed)
-    for rnd in range(args.rounds * args.calls):
+    for rnd in range(args.steps):
         order = names[rnd % len(names):] + names[:rnd % len(names)]  # rotate the order
         for name in order:
             t = pc()
@@ -109,7 +109,7 @@ def main(argv: list[str]) -> int:
         per_round = [(t - k) / t for t, k in zip(rows[key], rows["kernels"])]
         return f"{statistics.median(per_round):+.1%}"
 
-    print(f"kernel time (sum of per-kernel medians): {kern * 1e3:.4f} ms")
+    print(f"kernel time (median over steps of the kernels' summed times): {kern * 1e3:.4f} ms")
     print("| what | graph executor | AOT executor |")
     print("|---|---|---|")
     print(f"| `run` (ms) | {med['run graph'] * 1e3:.4f} | {med['run aot'] * 1e3:.4f} |")
@@ -120,8 +120,11 @@ def main(argv: list[str]) -> int:
              for k in ("graph", "aot")}
     print(f"| `run` / ORT run ({med['ort'] * 1e3:.4f} ms) | {ratio['graph']:.2f} | "
           f"{ratio['aot']:.2f} |")
+    info = machine_info()
+    print(f"machine: {info['cpu_model']}, {info['usable_cpus']} usable CPUs, LLVM "
+          f"{info['llvm_version']}")
     print(f"load average (1 min): {load0:.2f} before, {os.getloadavg()[0]:.2f} after; "
-          f"{args.rounds * args.calls} interleaved steps")
+          f"{args.steps} interleaved steps")
     return 0
 
 
