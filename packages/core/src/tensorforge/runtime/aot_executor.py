@@ -134,7 +134,7 @@ class AotRunner:
                 if type(x) is not np.ndarray or x.dtype != dt or x.shape != shape or \
                         x.strides != strides:
                     break
-                ptr = x.ctypes.data
+                ptr = x.__array_interface__["data"][0]  # a C getter: cheaper than .ctypes
                 if ptr % dt.itemsize:
                     break
                 xs.append(x)
@@ -155,7 +155,7 @@ class AotRunner:
             for slot, ptr in zip(self.in_slots, ptrs):
                 ins[slot] = ptr
             for (slot, _, _), r in zip(direct, results):
-                outs[slot] = r.ctypes.data
+                outs[slot] = r.__array_interface__["data"][0]
             status = self.ex._entry(ins, outs, args[2], args[3], args[4])
             if status:
                 raise self._error(arena, [(q[1], x) for q, x in zip(self.quick or (), xs)],
