@@ -67,6 +67,8 @@ def test_one_model_runs_every_length_within_bounds(dynamic_bert, llvm_target, pl
         np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5 * np.abs(ref).max())
     assert model.compiled_sizes == [{"seq": 24}, {"seq": 5}, {"seq": 17}]
     assert model.specialize(seq=5) is model.specialize(seq=5)  # cached, not recompiled
+    # each length's specialization runs through its own ahead-of-time entry
+    assert {model.specialize(seq=s).executor_kind for s in (24, 5, 17)} == {"aot"}
     # the weights are held once: every constant of length 5's that has an equal one at the
     # bounds is that array (the position table differs: sliced to the length)
     big, small = (model.specialize(seq=n).params for n in (24, 5))

@@ -66,11 +66,18 @@ def kernel_table_ir(table: bytes) -> str:
             f"@{KERNEL_TABLE_SIZE_SYMBOL} = constant i64 {n}, align 8\n")
 
 
-def export_library(module: Any, path: str) -> None:
-    """Write `path` (a shared library) and `path + ".json"` for `module` (an LLVMModule)."""
+def export_library(module: Any, path: str, graph_entry: Any = None) -> None:
+    """Write `path` (a shared library) and `path + ".json"` for `module` (an LLVMModule);
+    with `graph_entry` (an `AotPlan`), the library also defines that plan's ahead-of-time
+    entry (`graph_entry.py`), recorded in its kernel table and sidecar."""
+    from .graph_entry import entry_ir, entry_record
+
     functions = [info.to_json() for info in module.infos]
-    table = kernel_table_bytes(functions, module.target_info())
-    mod, tm = module.optimized_module(pic=True, extra_ir=kernel_table_ir(table))
+    entry = None if graph_entry is None else entry_record(graph_entry)
+    table = kernel_table_bytes(functions, module.target_info(), entry)
+    linked = "" if graph_entry is None else entry_ir(graph_entry, module.arity())
+    mod, tm = module.optimized_module(pic=True, extra_ir=kernel_table_ir(table),
+                                      linked_ir=linked)
     obj = tm.emit_object(mod)
     cc = find_cc(module.options.mtriple)
     path = os.path.abspath(path)
@@ -90,5 +97,7 @@ def export_library(module: Any, path: str) -> None:
         "target": module.target_info(),
         "functions": functions,
     }
+    if entry is not None:
+        meta["graph_entry"] = entry
     with open(sidecar_path(path), "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=1)

@@ -10,6 +10,7 @@ and features, and JIT-compiled with MCJIT. Calling convention: see
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -28,6 +29,8 @@ from .codegen_expr import I8, PTR, CodegenBug, ll_type
 from .codegen_stmt import FunctionState, StmtEmitter
 
 __all__ = ["HostFeatureWarning", "LLVMModule", "build"]
+
+_entry_lock = threading.Lock()  # one engine is given one graph entry at a time
 
 
 class ModuleContext:
@@ -79,6 +82,7 @@ class LLVMModule(Module):
         self.infos = infos
         self.ir_text = ir_text
         self.options = opts
+        self._entries: dict[str, int] = {}  # graph entry symbol -> address in the engine
         functions: dict[str, Any] = {}
         for info in infos:
             if engine is not None:
@@ -89,14 +93,39 @@ class LLVMModule(Module):
                 functions[info.name] = _not_runnable(info.name, opts, missing)
         super().__init__(functions, infos[0].name if infos else None)
 
-    def optimized_module(self, pic: bool = False, extra_ir: str = ""
+    def optimized_module(self, pic: bool = False, extra_ir: str = "", linked_ir: str = ""
                          ) -> tuple[llvm.ModuleRef, Any]:
         """A fresh optimized copy of the module (the JIT's own copy is left alone), with
-        `extra_ir` (global definitions, e.g. the kernel table) appended."""
+        `extra_ir` (global definitions, e.g. the kernel table) appended and the module
+        `linked_ir` (e.g. the graph entry, which declares the kernels) linked in."""
         tm = jit.target_machine(self.options, jit=not pic, pic=pic)
         mod = jit.parse(self.ir_text + extra_ir, tm)
+        if linked_ir:
+            mod.link_in(jit.parse(linked_ir, tm))
         jit.optimize(mod, tm, self.options.opt_level)
         return mod, tm
+
+    def graph_entry(self, plan: Any) -> int:
+        """The address of the ahead-of-time entry running `plan` (an `AotPlan`), compiled into
+        this module's JIT engine once per plan (see `graph_entry.py`)."""
+        from .graph_entry import entry_ir, entry_symbol
+
+        if self._engine is None:
+            raise TensorforgeError("its kernels are not compiled for this machine")
+        symbol = entry_symbol(plan)
+        with _entry_lock:
+            if symbol not in self._entries:
+                tm = jit.target_machine(self.options, jit=True)
+                mod = jit.parse(entry_ir(plan, self.arity()), tm)
+                jit.optimize(mod, tm, self.options.opt_level)
+                self._engine.add_module(mod)
+                self._engine.finalize_object()
+                self._entries[symbol] = self._engine.get_function_address(symbol)
+            return self._entries[symbol]
+
+    def arity(self) -> dict[str, int]:
+        """Each kernel's number of parameters."""
+        return {info.name: len(info.params) for info in self.infos}
 
     def target_info(self) -> dict[str, Any]:
         o = self.options
@@ -115,11 +144,12 @@ class LLVMModule(Module):
         raise TensorforgeError(f"llvm module has no source format {fmt!r}; use 'll', 'll-raw' "
                                "or 'asm'")
 
-    def export_library(self, path: str | os.PathLike[str]) -> None:
-        """Write a shared library (cc -shared) and its `<path>.json` signature sidecar."""
+    def export_library(self, path: str | os.PathLike[str], graph_entry: Any = None) -> None:
+        """Write a shared library (cc -shared) and its `<path>.json` signature sidecar; with
+        `graph_entry` (an `AotPlan`), the library also holds that plan's entry."""
         from .aot import export_library
 
-        export_library(self, os.fspath(path))
+        export_library(self, os.fspath(path), graph_entry)
 
 
 def _not_runnable(name: str, opts: jit.CPUOptions, missing: Sequence[str] = ()) -> Any:

@@ -173,5 +173,7 @@ def run_run(args: argparse.Namespace) -> int:
             more = ", ..." if out.size > 8 else ""
             print(f"{spec['name']}: {out.dtype}{list(out.shape)} [{flat}{more}]")
     if args.print_time:
-        print(f"time: {model.benchmark(inputs, repeat=args.repeat)}")
+        how = ("ahead-of-time entry" if model.executor_kind == "aot" else
+               f"graph executor: {model.executor_reason}")
+        print(f"time: {model.benchmark(inputs, repeat=args.repeat)} ({how})")
     return 0

@@ -38,7 +38,9 @@ class ArenaPool(Generic[A]):
         self._what = what
         self._free: list[A] = []
         self._count = 0  # arenas in existence (free + borrowed)
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiting = 0  # threads in `_cond.wait()`: acquirers and `close`
         self._held = threading.local()
         self._closed = False
 
@@ -72,37 +74,46 @@ class ArenaPool(Generic[A]):
         return getattr(self._held, "depth", 0)
 
     def acquire(self) -> A:
+        depth = getattr(self._held, "depth", 0)
+        with self._lock:  # the common case, a free arena: no Condition, no Python frames
+            arena = self._free.pop() if self._free and not self._closed else None
+        if arena is None:
+            arena = self._acquire_slow(depth)
+        self._held.depth = depth + 1
+        return arena
+
+    def _acquire_slow(self, depth: int) -> A:
         with self._cond:
             while True:
                 if self._closed:
                     raise ClosedError(f"this {self._what} was closed; load or compile it again")
                 if self._free:
-                    arena = self._free.pop()
-                    break
-                if self._count < self._limit or self._depth() > 0:
+                    return self._free.pop()
+                if self._count < self._limit or depth > 0:
                     self._count += 1
-                    arena = None
                     break
-                self._cond.wait()
-        if arena is None:
-            try:
-                arena = self._make()
-            except BaseException:
-                with self._cond:
-                    self._count -= 1
-                    self._cond.notify()
-                raise
-        self._held.depth = self._depth() + 1
-        return arena
+                self._waiting += 1
+                try:
+                    self._cond.wait()
+                finally:
+                    self._waiting -= 1
+        try:
+            return self._make()
+        except BaseException:
+            with self._cond:
+                self._count -= 1
+                self._cond.notify()
+            raise
 
     def release(self, arena: A) -> None:
-        self._held.depth = self._depth() - 1
-        with self._cond:
+        self._held.depth = getattr(self._held, "depth", 0) - 1
+        with self._lock:
             if self._closed or self._count > self._limit:
                 self._count -= 1  # a re-entrant extra, or the bound was lowered: drop it
             else:
                 self._free.append(arena)
-            self._cond.notify()
+            if self._waiting:  # only a waiter needs waking (counted under this lock)
+                self._cond.notify()
 
     @contextmanager
     def borrow(self) -> Iterator[A]:
@@ -119,7 +130,11 @@ class ArenaPool(Generic[A]):
             self._closed = True
             if wait and self._depth() == 0:
                 while self._count > len(self._free):
-                    self._cond.wait()
+                    self._waiting += 1
+                    try:
+                        self._cond.wait()
+                    finally:
+                        self._waiting -= 1
             self._count -= len(self._free)
             self._free.clear()
             self._cond.notify_all()

@@ -25,6 +25,7 @@ their stored bits and viewed as the narrow type at the inputs and outputs."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -37,6 +38,8 @@ import numpy as np
 
 from tensorforge.errors import PackageError, TensorforgeError
 
+from .aot_executor import AotRunner, entry_args, entry_for, plan_for
+from .aot_plan import workspace_layout
 from .arena import ArenaPool, default_limit
 from .device import DeviceUnavailable
 from .device_execution import DeviceConstants, KernelStep, bind_devices, is_device_function
@@ -45,6 +48,8 @@ from .validate import check_description
 __all__ = ["BenchmarkResult", "CompiledModel", "GraphExecutor", "InputError"]
 
 _ALIGN = 64
+#: "auto": the ahead-of-time entry where there is one; "graph": kernel by kernel from Python
+EXECUTORS = ("auto", "graph")
 
 
 class InputError(TensorforgeError, ValueError):
@@ -147,6 +152,10 @@ class Arena:
     pools: list[np.ndarray]
     calls: list[tuple[Any, list[np.ndarray], Any, tuple]]
     device: dict[int, Any] = field(default_factory=dict)
+    #: the ahead-of-time entry's arguments and failed-kernel slot (empty: kernel by kernel)
+    entry_args: tuple[Any, ...] = ()
+    #: the bytes the storages are parts of (`aot_plan.workspace_layout`)
+    workspace: Any = None
 
 
 class GraphExecutor:
@@ -154,10 +163,18 @@ class GraphExecutor:
 
     The description is checked first (`validate.check_description`), and one arena is made and
     bound at once, so a description that does not match the kernels fails here, not in a run.
-    Safe to use from many threads: see the module docstring."""
+    Safe to use from many threads: see the module docstring.
+
+    `executor`: "auto" runs the whole kernel sequence as one native call (the ahead-of-time
+    entry, `runtime.aot_plan`) where the module provides one, else kernel by kernel from
+    Python; "graph" always kernel by kernel. `kind` says which runs ("aot" or "graph") and
+    `reason` why not "aot". `profile` and `execute_kernel` always go kernel by kernel."""
 
     def __init__(self, module: Any, desc: Mapping[str, Any], params: Mapping[str, np.ndarray],
-                 max_concurrency: int | None = None):
+                 max_concurrency: int | None = None, executor: str = "auto"):
+        if executor not in EXECUTORS:
+            raise TensorforgeError(f"executor {executor!r} is not one of "
+                                   f"{', '.join(EXECUTORS)}")
         check_description(desc, params)
         self.desc = desc
         self.module = module
@@ -185,12 +202,27 @@ class GraphExecutor:
             if src is not None:  # the kernel only copies: read the output from its source
                 self._output_source[k["args"][1]] = src
                 self._skip.add(i)
+        self.aot_plan, self.reason = plan_for(self)
+        self._entry: Any = None
+        self._aot: AotRunner | None = None
+        self.kind = "graph"
         self.pool: ArenaPool[Arena] = ArenaPool(self.new_arena, max_concurrency or
                                                 default_limit())
         try:
-            self.pool.add(self.new_arena())  # binds every kernel now: mismatches fail at load
+            first = self.new_arena()  # binds every kernel now: mismatches fail at load
         except DeviceUnavailable:
-            pass  # built for a device this machine lacks: it exports; a run says why not
+            first = None  # built for a device this machine lacks: it exports; a run says why
+        if executor == "graph":
+            self.reason = "the graph executor was asked for"
+        elif self.aot_plan is not None:  # after the bindings: their errors say more
+            self._entry, self.reason = entry_for(self.module, self.aot_plan)
+        if self._entry is not None and first is not None:
+            self.kind = "aot"
+            self._aot = AotRunner(self)
+            first.entry_args = entry_args(self.aot_plan, first.arrays, self.params,
+                                          first.workspace)
+        if first is not None:
+            self.pool.add(first)
 
     def _function(self, k: Mapping[str, Any]) -> Any:
         if k["name"] not in self.module:
@@ -221,8 +253,12 @@ class GraphExecutor:
 
     # arenas ---------------------------------------------------------------------------------
     def new_arena(self) -> Arena:
-        """Allocate one call's buffers and bind every kernel to them."""
-        pools = [aligned_empty((), "uint8", int(n)) for n in self.desc["storages"]]
+        """Allocate one call's buffers and bind every kernel to them. The storages are parts of
+        one workspace (`aot_plan.workspace_layout`), as the ahead-of-time entry addresses
+        them."""
+        offsets, total = workspace_layout(self.desc["storages"])
+        workspace = aligned_empty((), "uint8", total)
+        pools = [workspace[o:o + int(n)] for o, n in zip(offsets, self.desc["storages"])]
         arrays: list[np.ndarray] = []
         for i, v in enumerate(self.desc["values"]):
             shape, dtype = tuple(v["shape"]), v["dtype"]
@@ -247,7 +283,10 @@ class GraphExecutor:
                 calls.append((_skipped, [], None, ()))
             else:
                 calls.append(_bind(fn, [arrays[a] for a in k["args"]], k))
-        return Arena(arrays, pools, calls)
+        arena = Arena(arrays, pools, calls, workspace=workspace)
+        if self._entry is not None:
+            arena.entry_args = entry_args(self.aot_plan, arrays, self.params, workspace)
+        return arena
 
     @contextmanager
     def arena(self) -> Iterator[Arena]:
@@ -315,7 +354,15 @@ class GraphExecutor:
         return fn.error(status, context=_where(k), args=args, nodes=k.get("nodes"))
 
     def execute(self, arena: Arena) -> None:
-        """Run every kernel once over `arena` (inputs already set)."""
+        """Run every kernel once over `arena` (inputs already set): one call of the
+        ahead-of-time entry, or kernel by kernel."""
+        if arena.entry_args:
+            status = self._entry(*arena.entry_args[:5])
+            if status:
+                i = arena.entry_args[5].value
+                fn, args, _, _ = arena.calls[i]
+                raise self._kernel_error(i, fn, status, args)
+            return
         for i, (fn, args, cfunc, ptrs) in enumerate(arena.calls):
             if cfunc is None:
                 fn(*args)
@@ -377,6 +424,8 @@ class GraphExecutor:
         return outs
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
+        if self._aot is not None:
+            return self._aot.run(inputs)
         checked = self.check_inputs(inputs)
         with self.pool.borrow() as arena:
             for vi, x in checked:
@@ -408,6 +457,12 @@ class CompiledModel:
     Made by `tensorforge.compile` (kernels JIT-compiled in this process) or by
     `tensorforge.load` (kernels from a package's shared library).
 
+    Executor: `run` and `benchmark` call the model's ahead-of-time entry (its whole kernel
+    sequence as one generated function, `runtime.aot_plan`) where the kernels allow one, else
+    the kernels one by one from Python; `executor_kind` ("aot" / "graph") and
+    `executor_reason` say which and why. `executor="graph"` (or the environment variable
+    TENSORFORGE_EXECUTOR=graph) asks for the Python path; `profile` always takes it.
+
     Thread safety: `run`, `benchmark` and `profile` may be called from any number of threads
     at once, and re-entrantly; each call works in its own arena (buffers of the memory plan,
     inputs, outputs) taken from a pool of at most `max_concurrency` arenas (default: the CPUs
@@ -419,10 +474,12 @@ class CompiledModel:
 
     def __init__(self, module: Any, desc: Mapping[str, Any], params: Mapping[str, np.ndarray],
                  max_concurrency: int | None = None, derived: Mapping[str, Any] | None = None,
-                 on_close: Sequence[Any] = ()):
+                 on_close: Sequence[Any] = (), executor: str | None = None):
         self.module = module
         self.desc = dict(desc)
-        self.executor = GraphExecutor(module, self.desc, params, max_concurrency)
+        if executor is None:  # the environment may ask for the debugging path everywhere
+            executor = os.environ.get("TENSORFORGE_EXECUTOR") or "auto"
+        self.executor = GraphExecutor(module, self.desc, params, max_concurrency, executor)
         #: param key -> `params_store.Derived`: how a constant was computed from a smaller
         #: stored array (export writes that array and the recipe instead of the constant)
         self.derived = dict(derived or {})
@@ -431,6 +488,17 @@ class CompiledModel:
     @property
     def params(self) -> Mapping[str, np.ndarray]:
         return MappingProxyType(self.executor.params)
+
+    @property
+    def executor_kind(self) -> str:
+        """"aot": `run` and `benchmark` call the whole kernel sequence as one native function;
+        "graph": kernel by kernel from Python (see `executor_reason`)."""
+        return self.executor.kind
+
+    @property
+    def executor_reason(self) -> str:
+        """Why the model runs on the graph executor ("" when it runs ahead-of-time)."""
+        return self.executor.reason
 
     @property
     def max_concurrency(self) -> int:

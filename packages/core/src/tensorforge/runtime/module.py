@@ -39,8 +39,9 @@ from typing import Any
 
 from tensorforge.errors import PackageError, TensorforgeError
 
+from .aot_plan import ENTRY_SIGNATURE
 from .cfunction import CFunction, params_from_json
-from .package_fields import check_sidecar_fields, check_target_fields
+from .package_fields import check_graph_entry_fields, check_sidecar_fields, check_target_fields
 
 __all__ = ["KERNEL_TABLE_SYMBOL", "LIBRARY_FORMAT", "LibraryModule", "Module", "ModuleSet",
            "kernel_table_bytes", "kernel_table_c_source", "load_module", "open_library"]
@@ -198,6 +199,28 @@ class LibraryModule(Module):
         self.meta = dict(meta or {})
         self._lib = lib
         self._data = data
+        self.entry_address: int | None = None  # of the graph entry, when the library has one
+
+    def graph_entry(self, plan: Any) -> int:
+        """The address of the library's ahead-of-time entry (see `runtime.aot_plan`), which
+        must have been built for `plan`: a description whose plan differs (an edited
+        graph.json) is a `PackageError`, since the entry reads and writes where its own plan
+        says. A library without an entry (exported before there were entries) raises a
+        `TensorforgeError`: the model runs on the graph executor."""
+        entry = self.meta.get("graph_entry")
+        if entry is None or self.entry_address is None:
+            raise TensorforgeError("its library has no graph entry (export it again with this "
+                                   "tensorforge to get one)")
+        if entry["digest"] != plan.digest:
+            raise PackageError(f"library {self.path!r}: its graph entry was built for plan "
+                               f"{entry['digest'][:16]}, but the model description's plan is "
+                               f"{plan.digest[:16]}; the description (graph.json) does not "
+                               "match the library (a corrupt or edited package)")
+        if entry.get("signature") != ENTRY_SIGNATURE:
+            raise TensorforgeError(f"its graph entry has the calling convention "
+                                   f"{entry.get('signature')!r}, which this tensorforge does "
+                                   "not call")
+        return self.entry_address
 
     def target_info(self) -> dict[str, Any]:
         """The code-generation options the library was built with (from its kernel table)."""
@@ -209,9 +232,10 @@ class LibraryModule(Module):
         with open(self.path, "rb") as f:
             return f.read()
 
-    def export_library(self, path: str | os.PathLike[str]) -> None:
+    def export_library(self, path: str | os.PathLike[str], graph_entry: Any = None) -> None:
         """Write the library and its sidecar; each replaces any file there (a new inode:
-        rewriting a loaded library in place would pull code from under a running process)."""
+        rewriting a loaded library in place would pull code from under a running process).
+        The library keeps the graph entry it has (`graph_entry` is not rebuilt here)."""
         from .files import atomic_output
 
         path = os.fspath(path)
@@ -227,10 +251,14 @@ def sidecar_path(path: str | os.PathLike[str]) -> str:
 
 
 def kernel_table_bytes(functions: list[Mapping[str, Any]],
-                       target: Mapping[str, Any] | None = None) -> bytes:
-    """The JSON a library embeds as `tensorforge_kernel_table` (see the module docstring)."""
-    table = {"format": KERNEL_TABLE_FORMAT, "version": KERNEL_TABLE_VERSION,
-             "target": dict(target or {}), "functions": list(functions)}
+                       target: Mapping[str, Any] | None = None,
+                       graph_entry: Mapping[str, Any] | None = None) -> bytes:
+    """The JSON a library embeds as `tensorforge_kernel_table` (see the module docstring);
+    `graph_entry`: the record of the library's ahead-of-time entry, if it has one."""
+    table: dict[str, Any] = {"format": KERNEL_TABLE_FORMAT, "version": KERNEL_TABLE_VERSION,
+                             "target": dict(target or {}), "functions": list(functions)}
+    if graph_entry is not None:
+        table["graph_entry"] = dict(graph_entry)
     return json.dumps(table, sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -359,8 +387,31 @@ def open_library(path: str, meta: Mapping[str, Any], data: bytes | None = None,
                                         owner=lib)
         except (KeyError, TypeError, ValueError) as e:
             raise PackageError(f"kernel {name!r} of {where}: malformed signature ({e})") from None
-    full = {**meta, "target": _own_target(meta, table, where)}
-    return LibraryModule(path, lib, functions, meta.get("entry_name"), full, data)
+    full = {**meta, "target": _own_target(meta, table, where),
+            "graph_entry": _own_graph_entry(meta, table, where)}
+    module = LibraryModule(path, lib, functions, meta.get("entry_name"), full, data)
+    entry = full["graph_entry"]
+    if entry is not None:
+        try:
+            module.entry_address = ctypes.cast(getattr(lib, entry["symbol"]),
+                                               ctypes.c_void_p).value
+        except AttributeError:
+            raise PackageError(f"library {where} has no symbol {entry['symbol']!r} (its "
+                               "graph entry)") from None
+    return module
+
+
+def _own_graph_entry(meta: Mapping[str, Any], table: Mapping[str, Any], where: str
+                     ) -> dict[str, Any] | None:
+    """The library's record of its ahead-of-time entry (None: it has none), checked; a
+    signature file that says otherwise was edited."""
+    own = check_graph_entry_fields(table.get("graph_entry"), where, "its kernel table")
+    if meta.get("graph_entry") != own:
+        raise PackageError(f"library {where}: the signature file's graph entry "
+                           f"{json.dumps(meta.get('graph_entry'))[:160]} is not the one in the "
+                           f"library's kernel table ({json.dumps(own)[:160]}); a corrupt or "
+                           "edited package")
+    return own
 
 
 def _own_target(meta: Mapping[str, Any], table: Mapping[str, Any], where: str

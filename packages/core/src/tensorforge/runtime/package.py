@@ -139,7 +139,11 @@ def export_package(model: Any, path: Any) -> str:
         lib = "lib.so" if "lib.so" not in members else f"{name}.so"
         with tempfile.TemporaryDirectory(prefix="tfpkg-export-") as d:
             lib_path = os.path.join(d, "lib.so")
-            part.export_library(lib_path)
+            plan = model.executor.aot_plan if len(parts) == 1 else None
+            if plan is not None:  # the library also holds the ahead-of-time entry
+                part.export_library(lib_path, graph_entry=plan)
+            else:
+                part.export_library(lib_path)
             with open(lib_path, "rb") as f:
                 members[lib] = f.read()
             with open(lib_path + ".json", "rb") as f:

@@ -21,8 +21,8 @@ from typing import Any
 
 from tensorforge.errors import PackageError
 
-__all__ = ["MALFORMED", "check_requires", "check_sidecar_fields", "check_target_fields",
-           "malformed_member", "REEXPORT"]
+__all__ = ["MALFORMED", "check_graph_entry_fields", "check_requires", "check_sidecar_fields",
+           "check_target_fields", "malformed_member", "REEXPORT"]
 
 #: what to do about a damaged or edited package
 REEXPORT = ("the package is corrupt or was edited; export it again from the compiled model "
@@ -125,3 +125,19 @@ def check_sidecar_fields(meta: Mapping[str, Any], where: str, member: str) -> No
         for key in ("params", "asserts"):
             if key in f and not isinstance(f[key], list):
                 raise _bad(where, member, f"{field} {key!r}", f[key], "a list")
+
+
+def check_graph_entry_fields(entry: Any, where: str, member: str) -> dict[str, Any] | None:
+    """A library's record of its ahead-of-time graph entry (see `runtime.aot_plan`): absent,
+    or an object with strings `symbol`, `digest`, `signature` and an integer
+    `workspace_bytes`."""
+    if entry is None:
+        return None
+    if not isinstance(entry, dict):
+        raise _bad(where, member, "'graph_entry'", entry, "an object")
+    for key in ("symbol", "digest", "signature"):
+        _string(entry, key, where, member, "graph_entry ", optional=False)
+    n = entry.get("workspace_bytes")
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise _bad(where, member, "graph_entry 'workspace_bytes'", n, "a byte count")
+    return entry

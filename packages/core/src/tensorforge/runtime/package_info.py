@@ -3,7 +3,8 @@
 `package_report(path)` verifies the members' hashes (it reads them anyway) and returns the
 format version, the tensorforge that wrote it, each module with its target and the CPU
 features it needs (and which of them this machine lacks), the kernels with their ops and
-schedules, the parameters by size (as stored and as the kernels read them, and how a derived
+schedules, the executor `load` will use (the library's ahead-of-time entry or the graph
+executor), the parameters by size (as stored and as the kernels read them, and how a derived
 one is recomputed), the memory plan, and the size of every member. Nothing of the package's
 code runs.
 """
@@ -93,11 +94,15 @@ def package_report(path: Any) -> dict[str, Any]:
             continue
         missing = (missing_features(req.get("features", []), req.get("arch", ""))
                    if req.get("arch") == host_arch() else None)
+        try:
+            entry = json.loads(members[m["files"]["signatures"]]).get("graph_entry")
+        except (KeyError, TypeError, AttributeError, json.JSONDecodeError):
+            entry = None
         modules.append({"name": m.get("name"), "loader": m.get("loader"),
                         "files": m.get("files", {}), "target": req.get("target"),
                         "arch": req.get("arch"), "os": req.get("os"),
                         "features": req.get("features", []),
-                        "missing_here": missing,
+                        "missing_here": missing, "graph_entry": entry,
                         "runs_here": req.get("arch") == host_arch() and not missing})
     return {
         "package": path, "size": len(data), "format": manifest.get("format"),
@@ -112,11 +117,25 @@ def package_report(path: Any) -> dict[str, Any]:
                      **({"device": k["device"]} if "device" in k else {})}
                     for k in graph.get("kernels", [])],
         **({"placement": graph["placement"]} if "placement" in graph else {}),
+        "executor": _executor(modules),
         "params": params,
         "params_bytes": sum(p["bytes"] for p in params),
         "params_stored_bytes": int(pmeta.get("stored_bytes", 0)),
         "memory": graph.get("memory", {}),
     }
+
+
+def _executor(modules: list[dict[str, Any]]) -> str:
+    """Which executor `load` will run the package on, and why (see `runtime.aot_plan`): the
+    library's ahead-of-time entry (checked against graph.json at load), or the graph
+    executor."""
+    if len(modules) != 1:
+        return "graph executor (one module per device)"
+    entry = modules[0].get("graph_entry")
+    if not isinstance(entry, dict):
+        return "graph executor (the library has no ahead-of-time entry)"
+    return (f"ahead-of-time entry {entry.get('symbol')} (plan {str(entry.get('digest'))[:16]}, "
+            f"workspace {_mb(int(entry.get('workspace_bytes') or 0))} per concurrent call)")
 
 
 def _device_here(entry: Mapping[str, Any]) -> str:
@@ -156,6 +175,7 @@ def format_report(r: Mapping[str, Any], max_params: int = 12) -> list[str]:
         lines.extend(textwrap.wrap(f"CPU features needed: {', '.join(m['features']) or 'none'}",
                                    width=100, initial_indent="    ", subsequent_indent="      ",
                                    break_on_hyphens=False))
+    lines.append(f"  executor: {r['executor']}")
     for key in ("inputs", "outputs"):
         for v in r[key]:
             lines.append(f"  {key[:-1]:<6} {v['name']}: {v['dtype']}{v['shape']}")

@@ -1,0 +1,206 @@
+"""The ahead-of-time executor: a whole run as one call of the model's generated entry.
+
+The graph executor (`graph_executor.py`) decides whether a model can run this way
+(`plan_for`: every kernel a compiled C function of buffers, all in one module on this
+machine), asks the module for the entry of the plan (`entry_for`: the JIT compiles it, a
+package's library carries it) and, when there is one, gives each arena the entry's arguments
+(`entry_args`). `GraphExecutor.execute` then makes one native call per run, and `run` goes
+through `AotRunner.run`, which keeps the Python work around that call small: the inputs are
+checked as before (names, shapes, dtypes) but read where they are when the kernels can read
+them there, and the outputs are written straight into the arrays `run` returns where the
+model's outputs allow (no copies). After the kernels have streamed their weights through the
+caches, every line of Python runs cold, so this path matters for small models.
+
+Concurrency is the graph executor's: each call holds its own arena (workspace and pointer
+tables) from the pool; the entry keeps no state of its own."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tensorforge.errors import PackageError, TensorforgeError
+
+from .aot_plan import AotPlan, aot_plan
+from .module import ModuleSet
+
+__all__ = ["AotRunner", "entry_args", "entry_for", "plan_for"]
+
+ENTRY_PROTO = ctypes.CFUNCTYPE(ctypes.c_int32, *[ctypes.c_void_p] * 5)
+
+
+def plan_for(ex: Any) -> tuple[AotPlan | None, str]:
+    """(the ahead-of-time plan, "") when every kernel of the graph executor `ex` can be called
+    from one native entry, else (None, why not)."""
+    from .graph_executor import _where
+
+    if ex._device_constants is not None:
+        return None, "kernels run on a device (placement): the graph executor drives it"
+    if isinstance(ex.module, ModuleSet):
+        return None, "the kernels are in several modules (one per device)"
+    if not ex.desc["kernels"]:
+        return None, "the model has no kernels"
+    if not hasattr(ex.module, "graph_entry"):
+        return None, f"a {getattr(ex.module, 'type_key', '?')} module has no entry builder"
+    for fn, k in zip(ex._functions, ex.desc["kernels"]):
+        params = getattr(fn, "params", None)
+        if getattr(fn, "_cfunc", None) is None or params is None:
+            return None, f"{_where(k)} is not a compiled C function of this machine"
+        if any(p.kind != "buffer" for p in params):
+            return None, f"{_where(k)} takes scalar arguments"
+    return aot_plan(ex.desc, ex._skip), ""
+
+
+def entry_for(module: Any, plan: AotPlan) -> tuple[Any, str]:
+    """(the entry of `plan` as a ctypes function, "") or (None, why the module has none); a
+    package whose description does not match its entry raises `PackageError`."""
+    try:
+        address = module.graph_entry(plan)
+    except PackageError:
+        raise
+    except TensorforgeError as e:
+        return None, str(e)
+    return ENTRY_PROTO(address), ""
+
+
+def _table(arrays: Sequence[np.ndarray]) -> Any:
+    return (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
+
+
+def entry_args(plan: AotPlan, arrays: Sequence[np.ndarray], params: Mapping[str, np.ndarray],
+               workspace: np.ndarray) -> tuple[Any, ...]:
+    """An arena's entry arguments: its pointer tables (inputs, outputs, parameters), its
+    workspace and the failed-kernel slot, then that slot's ctypes object (read on failure)
+    and two tables `AotRunner.run` fills per call (inputs, outputs). The tables are kept
+    alive by the tuple, the arrays by the arena."""
+    ins = [arrays[v] for v in plan.inputs]
+    outs = [arrays[v] for v in plan.outputs]
+    failed = ctypes.c_int32(-1)
+    return (_table(ins), _table(outs), _table([params[k] for k in plan.params]),
+            workspace.ctypes.data, ctypes.addressof(failed), failed, _table(ins), _table(outs))
+
+
+def _c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """The strides of a C-contiguous array of `shape` (as numpy gives a fresh one)."""
+    out, step = [], itemsize
+    for d in reversed(tuple(shape)):
+        out.append(step)
+        step *= int(d)
+    return tuple(reversed(out))
+
+
+class AotRunner:
+    """`run` of a graph executor whose model has an ahead-of-time entry (see the module
+    docstring)."""
+
+    def __init__(self, ex: Any):
+        self.ex = ex
+        plan: AotPlan = ex.aot_plan
+        values = ex.desc["values"]
+        self.in_slot = {vi: j for j, vi in enumerate(plan.inputs)}
+        out_slot = {vi: j for j, vi in enumerate(plan.outputs)}
+        # inputs read back by `get_outputs` (an input that is also an output) stay copied
+        self.read_back = {o["value"] for o in ex.outputs} | {
+            o["size_from"]["value"] for o in ex.outputs if "size_from" in o}
+        written = {at for c in plan.calls for kind, at in c.args if kind == "out"}
+        vis = [o["value"] for o in ex.outputs]
+        direct = len(set(vis)) == len(vis) and all(
+            not o.get("hidden") and "size_from" not in o and o["value"] in out_slot
+            and out_slot[o["value"]] in written and values[o["value"]]["dtype"] == o["dtype"]
+            and o["value"] not in ex._output_source for o in ex.outputs)
+        #: (slot, shape, dtype) per output written straight into the returned array
+        self.direct = [(out_slot[o["value"]], tuple(o["shape"]), np.dtype(o["dtype"]))
+                       for o in ex.outputs] if direct else None
+        #: (name, value, dtype, shape, C strides) per input, for the quick path: a dict of
+        #: C-contiguous arrays of the right dtype and shape, read in place, outputs written
+        #: directly (None: narrow types, inputs read back, or outputs that need `get_outputs`)
+        self.quick = None if self.direct is None or self.read_back & set(self.in_slot) or any(
+            values[i["value"]]["dtype"] != i["dtype"] for i in ex.inputs) else [
+            (i["name"], i["value"], np.dtype(i["dtype"]), tuple(i["shape"]),
+             _c_strides(i["shape"], np.dtype(i["dtype"]).itemsize)) for i in ex.inputs]
+        self.in_slots = [self.in_slot[q[1]] for q in self.quick or ()]
+
+    def run(self, inputs: Any) -> list[np.ndarray]:
+        """One run: the quick path when `inputs` fits it (every check of `check_inputs` passes
+        on it by construction), else the general one."""
+        quick = self.quick
+        if quick is not None and type(inputs) is dict and len(inputs) == len(quick):
+            xs, ptrs = [], []
+            for name, _, dt, shape, strides in quick:
+                x = inputs.get(name)
+                if type(x) is not np.ndarray or x.dtype != dt or x.shape != shape or \
+                        x.strides != strides:
+                    break
+                ptr = x.__array_interface__["data"][0]  # a C getter: cheaper than .ctypes
+                if ptr % dt.itemsize:
+                    break
+                xs.append(x)
+                ptrs.append(ptr)
+            else:
+                return self._run_quick(xs, ptrs)
+        return self._run(self.ex.check_inputs(inputs))
+
+    def _run_quick(self, xs: list[np.ndarray], ptrs: list[int]) -> list[np.ndarray]:
+        direct = self.direct
+        assert direct is not None
+        results = [np.empty(shape, dt) for _, shape, dt in direct]
+        pool = self.ex.pool
+        arena = pool.acquire()
+        try:
+            args = arena.entry_args
+            ins, outs = args[6], args[7]
+            for slot, ptr in zip(self.in_slots, ptrs):
+                ins[slot] = ptr
+            for (slot, _, _), r in zip(direct, results):
+                outs[slot] = r.__array_interface__["data"][0]
+            status = self.ex._entry(ins, outs, args[2], args[3], args[4])
+            if status:
+                raise self._error(arena, [(q[1], x) for q, x in zip(self.quick or (), xs)],
+                                  status)
+            return results
+        finally:
+            pool.release(arena)
+
+    def _run(self, checked: list[tuple[int, np.ndarray]]) -> list[np.ndarray]:
+        """The general path: inputs already checked; read in place when C-contiguous and
+        element-aligned, else copied; outputs written directly where `direct` allows, else
+        read by `get_outputs`."""
+        ex = self.ex
+        direct = self.direct
+        results = None if direct is None else [np.empty(s, d) for _, s, d in direct]
+        arena = ex.pool.acquire()
+        try:
+            args = arena.entry_args
+            ins = args[6]
+            for vi, x in checked:
+                if x.flags.c_contiguous and x.ctypes.data % x.itemsize == 0 and \
+                        vi not in self.read_back:
+                    ins[self.in_slot[vi]] = x.ctypes.data  # read where it is
+                else:
+                    np.copyto(arena.arrays[vi], x)
+                    ins[self.in_slot[vi]] = arena.arrays[vi].ctypes.data
+            if results is None:
+                outs = args[1]
+            else:
+                outs = args[7]
+                for (slot, _, _), r in zip(direct, results):  # type: ignore[arg-type]
+                    outs[slot] = r.ctypes.data
+            status = ex._entry(ins, outs, args[2], args[3], args[4])
+            if status:
+                raise self._error(arena, checked, status)
+            return results if results is not None else ex.get_outputs(arena)
+        finally:
+            ex.pool.release(arena)
+
+    def _error(self, arena: Any, checked: list[tuple[int, np.ndarray]], status: int
+               ) -> TensorforgeError:
+        """The kernel error of a failed run; the inputs are copied into the arena first, as
+        the error names the offending value it finds in the kernel's arguments."""
+        for vi, x in checked:
+            np.copyto(arena.arrays[vi], x)
+        i = arena.entry_args[5].value
+        fn, args, _, _ = arena.calls[i]
+        return self.ex._kernel_error(i, fn, status, args)  # type: ignore[no-any-return]
