@@ -131,6 +131,11 @@ class Context:
                                        f"inputs ({type(e).__name__}: {e})") from e
             return [self.constant(np.asarray(r).astype(dt).reshape(shape), op)
                     for r, (shape, dt) in zip(res, types)]
+        return self.emit_node(op, inputs, attrs)
+
+    def emit_node(self, op: str, inputs: list[Value], attrs: dict[str, Any]) -> list[Value]:
+        """A graph node even when every input is a constant (`emit_multi` folds those);
+        its value is still known at import."""
         outs = self.g.add_node(op, inputs, attrs, name=self._name(op))
         self.fresh.update(id(v) for v in outs)
         if inputs and all(v.is_const or id(v) in self.known for v in inputs):

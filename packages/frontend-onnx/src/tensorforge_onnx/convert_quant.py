@@ -86,8 +86,12 @@ def dequantize_linear(ctx: Context, node: Node) -> list[Value]:
         zp = None  # float8: the zero point is 0 by definition
     s = _expand(ctx, scale, x.shape, axis, block)
     z = _expand(ctx, zp, x.shape, axis, block)
-    return [ctx.emit_multi("dequantize", [x, s] + ([z] if z is not None else []),
-                           {"to": to})[0]]
+    ins = [x, s] + ([z] if z is not None else [])
+    if x.is_const and fmt is None and np.dtype(x.dtype).kind in "iu":
+        # a quantized weight or bias: kept as a node (constant folding removes it later)
+        # so the QDQ pass (graph/passes/qdq.py) still sees the integers
+        return [ctx.emit_node("dequantize", ins, {"to": to})[0]]
+    return [ctx.emit_multi("dequantize", ins, {"to": to})[0]]
 
 
 @converter("DynamicQuantizeLinear", versions=(11, 28))

@@ -36,9 +36,12 @@ _entry_lock = threading.Lock()  # one engine is given one graph entry at a time
 class ModuleContext:
     """Module-wide state shared by every function emitter: declarations and unique names."""
 
-    def __init__(self, name: str, num_threads: int):
+    def __init__(self, name: str, num_threads: int, features: frozenset[str] = frozenset()):
         self.module = ir.Module(name=name)
         self.num_threads = num_threads
+        #: the CPU features the code is built for (LLVM names): intrinsics that need one
+        #: (VNNI's vpdpbusd) are only emitted where it is on
+        self.features = features
         self._names: dict[str, int] = {}
 
     def declare(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
@@ -195,7 +198,8 @@ def build(funcs: Sequence[PrimFunc] | PrimFunc, target: Any) -> LLVMModule:
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise TensorforgeError(f"two kernels are named {sorted(dup)[0]!r}; names must be unique")
-    ctx = ModuleContext(names[0] if names else "tensorforge", opts.num_threads)
+    ctx = ModuleContext(names[0] if names else "tensorforge", opts.num_threads,
+                        jit.enabled_features(opts))
     infos = [_emit_function(ctx, f) for f in funcs]
     ir_text = str(ctx.module)
     _check_half_support(ir_text, opts)

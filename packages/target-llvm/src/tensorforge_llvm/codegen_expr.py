@@ -173,6 +173,11 @@ class ExprEmitter:
         return ("nsw",) if self.index_ctx and not dt.is_uint(dtype) else ()
 
     def _add(self, e: Add) -> ir.Value:
+        for acc, term in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(term, Call) and term.op == "dot4_u8s8":  # VNNI: one vpdpbusd
+                from .dot4 import emit_dot4
+
+                return emit_dot4(self, term, self.expr(acc))
         a, b, t = self._operands(e)
         if dt.is_float(t):
             return self.b.fadd(a, b, flags=FLOAT_FLAGS)

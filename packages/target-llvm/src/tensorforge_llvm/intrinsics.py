@@ -18,6 +18,7 @@ from tensorforge.expr import dtype as dt
 
 from . import vecmath
 from .codegen_expr import F32, I1, ExprEmitter, ll_type
+from .dot4 import DOT4, emit_dot4
 
 # ops that are one LLVM intrinsic on every float type
 _LLVM_UNARY = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": "llvm.log2",
@@ -38,7 +39,8 @@ _VECTOR_F32: dict[str, Callable[[ExprEmitter, ir.Value], ir.Value]] = {
 }
 
 SUPPORTED_OPS = sorted({*_LLVM_UNARY, *_LIBM, *_BIT_OPS, "sigmoid", "rsqrt", "pow", "fabs",
-                        "abs", "fma", "likely", "if_then_else", "runtime_check", "reinterpret"})
+                        "abs", "fma", "likely", "if_then_else", "runtime_check", "reinterpret",
+                        DOT4})
 
 
 def emit_call(em: ExprEmitter, e: Call) -> ir.Value:
@@ -53,6 +55,8 @@ def emit_call(em: ExprEmitter, e: Call) -> ir.Value:
         return _int_abs(em, em.expr(e.args[0]), e.args[0].dtype)
     if op in _BIT_OPS:
         return _bit_op(em, e)
+    if op == DOT4:
+        return emit_dot4(em, e)
     if op == "reinterpret":
         return em.b.bitcast(em.expr(e.args[0]), ll_type(e.dtype))
     if op not in SUPPORTED_OPS:

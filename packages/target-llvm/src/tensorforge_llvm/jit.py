@@ -159,3 +159,12 @@ def parse(ir_text: str, tm: llvm.TargetMachine) -> llvm.ModuleRef:
     mod.data_layout = str(tm.target_data)
     mod.verify()
     return mod
+
+
+def enabled_features(opts: CPUOptions) -> frozenset[str]:
+    """The checked CPU features (LLVM names) code built with `opts` may use: `-mcpu`'s and
+    `-mattr`'s, as `tensorforge.runtime.cpu_features` resolves them for packages."""
+    from tensorforge.runtime.cpu_features import required_features, triple_arch
+
+    feats, _ = required_features(opts.mcpu, opts.mattr, triple_arch(opts.mtriple))
+    return frozenset(feats)

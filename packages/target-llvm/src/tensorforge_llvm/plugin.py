@@ -83,6 +83,10 @@ def register_strategies(register, target):
     register(Strategy("conv2d_winograd_nchwc", "winograd", f"{_OPS}:_wino_compute",
                       "tensorforge_llvm.winograd:schedule_conv2d_winograd_nchwc", priority=10,
                       description="Winograd F(2x2|4x4, 3x3) in NCHW[x]c, fused epilogue"))
+    register(Strategy("qconv2d_nchwc", "dot4", "tensorforge.graph.ops.qconv:"
+                      "qconv2d_nchwc_compute", "tensorforge_llvm.qconv:schedule_qconv2d_nchwc",
+                      priority=10, description="int8 NCHW[x]c conv, 4-channel dot products "
+                      "(VNNI vpdpbusd where the CPU has it)"))
     register(Strategy("conv2d", "direct_nchw", "tensorforge.ops.nn:conv2d_nchw",
                       "tensorforge_llvm.conv_nchw:schedule_conv2d_nchw", priority=10,
                       description="NCHW conv (channels no block divides): oc rows x ow vector"))

@@ -11,6 +11,7 @@ Walking the graph in order, it converts
 - `concat` along the channels of blocked inputs (SqueezeNet's fire modules) whose channel
   counts the block divides: a concat along the channel-block axis of NCHW[x]c;
 - `dense` (and 2-D `matmul`) with a constant weight to `dense_packed` (weights NK[y]n);
+- `qconv2d` (int8, from `qdq.py`) to `qconv2d_nchwc` (weights 4 channels per int32);
 
 and inserts `layout_transform` only where a value enters the blocked region (the network
 input) or leaves it (an op without a blocked form: reshape/flatten, a graph output), once per
@@ -33,6 +34,7 @@ from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
 from .dilated import split_dilated_bands
 from .placement import placed_elsewhere
+from .qdq import qconv_nchwc
 from .simplify import make_node
 from .subpixel import _emit, rewrite_conv_transpose
 
@@ -476,6 +478,8 @@ class _Rewriter:
                 continue
             if n.op == "conv2d":
                 done = self.conv(n)
+            elif n.op == "qconv2d":
+                done = qconv_nchwc(self, n)
             elif n.op in _POOLS:
                 done = self.pool(n)
             elif n.op == "pixel_shuffle":

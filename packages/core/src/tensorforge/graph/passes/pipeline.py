@@ -21,6 +21,7 @@ from .fuse_merge import split_shared_reshapes
 from .index_ranges import annotate_index_ranges
 from .layout import layout_transform, run_plugin_passes
 from .narrow import legalize_narrow_types
+from .qdq import fuse_qdq_conv
 from .placement import place
 from .reshapes import sink_row_reshapes
 from .simplify import (
@@ -60,6 +61,8 @@ def default_graph_passes(target: Any = None, opt_level: int = 3, host: Any = Non
                                            ("legalize_narrow_types", legalize_narrow_types)]
     if opt_level >= 1:
         passes += [
+            # before constant folding, which would turn dequantized weights into floats
+            ("fuse_qdq_conv", fuse_qdq_conv),
             ("plugin_before_fusion", partial(run_plugin_passes, target=target,
                                              stage="graph.before_fusion")),
             ("fold_batch_norm", fold_batch_norm),

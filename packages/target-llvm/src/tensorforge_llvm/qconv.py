@@ -1,0 +1,75 @@
+"""The llvm template of `qconv2d_nchwc` (int8 convolution, graph/ops/qconv.py).
+
+The padding stage packs 4 input channels of a padded pixel into one int32 (at root, one pass
+over the input); the register tile is `tile_ow` output pixels x one block of `y` output
+channels (int32 accumulators), over the reduction (channel quads, ry, rx): each step
+broadcasts one packed pixel and does one `dot4_u8s8` (a VNNI `vpdpbusd`: 64 multiply-adds)
+with the weight vector of that quad. The requantizing epilogue (float scale, round, zero
+point, clip) is inlined into the output stage. Knobs: `tile_ow`, `unroll_kw`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensorforge.te.tensor import Tensor
+
+from .strategies import (
+    _cfg,
+    _ext,
+    _find,
+    _inline_rest,
+    _lanes,
+    _parallel,
+    _prod,
+    _root_parallel,
+    _tile_candidates,
+    default_tile_ow,
+    register_file,
+)
+
+__all__ = ["schedule_qconv2d_nchwc"]
+
+
+def schedule_qconv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
+                           cfg: Any = None) -> Any:
+    """int8 NCHW[x]c convolution, register-tiled along output width and channels."""
+    from tensorforge import te
+
+    outs = [outs] if isinstance(outs, Tensor) else list(outs)
+    if len(outs) != 1:
+        raise ValueError("schedule_qconv2d_nchwc: one output expected")
+    cfg = _cfg(cfg, target)
+    s = te.create_schedule([o.op for o in outs])
+    out = s[outs[0]]
+    conv = _find(s, "qconv2d_nchwc")
+    lanes, par = _lanes(target), _parallel(target)
+    n, oc, oh, ow, ob = out.op.axis
+    kernel = conv.op.input_tensors[1]
+    oc_bn, kw = int(kernel.shape[4].value), int(kernel.shape[3].value)
+    owx = _ext(ow)
+    tile = default_tile_ow(owx, oc_bn, lanes, register_file(target))
+    cfg.define_split("tile_ow", owx, 2, policy="candidate",
+                     candidates=_tile_candidates(owx, tile), default=(-1, tile))
+    cfg.define_knob("unroll_kw", [False, True], default=kw <= 3)
+    cfg.add_flop(2.0 * 4 * _prod(conv.op.axis) * _prod(conv.op.reduce_axis))
+
+    for st in _inline_rest(s, {out.op, conv.op}):
+        _root_parallel(st, par)  # the packing: one pass over the input
+    local = s[s.cache_write(conv.op.output(0), "local")]
+    if conv.op is not out.op:
+        conv.compute_inline()
+    owo, owi = cfg["tile_ow"].apply(s, out, ow)
+    out.reorder(n, oc, oh, owo, owi, ob)
+    out.vectorize(ob)
+    rows = out.fuse(n, oc, oh)
+    if par:
+        out.parallel(rows)
+    local.compute_at(out, owo)
+    _, _, _, cw, cb = local.op.axis
+    rg, ry, rx = local.op.reduce_axis
+    local.reorder(rg, ry, rx, cw, cb)
+    local.vectorize(cb)
+    local.unroll(cw)
+    if cfg["unroll_kw"].val:
+        local.unroll(rx)
+    return s
