@@ -1,7 +1,7 @@
 """`dot4_u8s8(a, b)` (graph/ops/qconv.py): per 32-bit lane, the int32 sum of the products of
 a's 4 unsigned bytes with b's 4 signed bytes, added to an accumulator.
 
-With AVX-512 VNNI (16 lanes a chunk) or AVX-VNNI / AVX-512 VNNI+VL (8 lanes) in the
+With AVX-512 VNNI (16 lanes a chunk) or AVX-VNNI / AVX-512 VNNI+VL (8 or 4 lanes) in the
 target's features this is one `vpdpbusd` per chunk, the accumulator folded in (the
 reduction's `acc + dot4(a, b)` is matched by `ExprEmitter._add`). Otherwise the bytes are
 widened to int32, multiplied and summed in plain vector IR (LLVM selects pmaddwd-style code
@@ -19,11 +19,13 @@ from .codegen_expr import I32, ExprEmitter
 DOT4 = "dot4_u8s8"
 
 
-def _vnni_chunk(features: frozenset[str]) -> int:
-    if "avx512vnni" in features:
+def _vnni_chunk(features: frozenset[str], lanes: int) -> int:
+    """Lanes per vpdpbusd (0: none): 16 with AVX-512 VNNI, 8 or 4 (ymm, xmm) with AVX-VNNI or
+    AVX-512 VNNI + VL."""
+    if lanes % 16 == 0 and "avx512vnni" in features:
         return 16
     if "avxvnni" in features or {"avx512vnni", "avx512vl"} <= features:
-        return 8
+        return next((n for n in (8, 4) if lanes % n == 0), 0)
     return 0
 
 
@@ -55,8 +57,8 @@ def emit_dot4(em: ExprEmitter, e: Call, acc: ir.Value | None = None) -> ir.Value
         a, c = (v if isinstance(v.type, ir.VectorType) else em.splat(v, lanes) for v in (a, c))
         if acc is not None and not isinstance(acc.type, ir.VectorType):
             acc = em.splat(acc, lanes)
-    chunk = _vnni_chunk(getattr(em.ctx, "features", frozenset()))
-    if lanes > 1 and chunk and lanes % chunk == 0:
+    chunk = _vnni_chunk(getattr(em.ctx, "features", frozenset()), lanes)
+    if lanes > 1 and chunk:
         vt = ir.VectorType(I32, chunk)
         fn = em.declare(f"llvm.x86.avx512.vpdpbusd.{chunk * 32}", vt, [vt, vt, vt])
         zero = ir.Constant(vt, [ir.Constant(I32, 0)] * chunk)
