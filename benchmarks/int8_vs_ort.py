@@ -33,20 +33,15 @@ TORCHVISION = ROOT / "benchmarks" / ".models" / "resnet18.onnx"
 
 def quantize_qdq(src: str, dst: str, name: str, shape: tuple[int, ...], per_channel: bool,
                  calib: int = 8, seed: int = 0) -> None:
-    """`quantize_static` in QDQ format with a seeded calibration reader."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+    """`quantize_static` (QDQ) of the model at `src` into `dst`, calibrated on `calib` seeded
+    N(0, 1) inputs."""
+    import onnx
+
+    from tensorforge_onnx.testing import quantize_qdq as quantize
 
     rng = np.random.default_rng(seed)
     feeds = [{name: rng.standard_normal(shape).astype("float32")} for _ in range(calib)]
-
-    class Reader(CalibrationDataReader):
-        def __init__(self) -> None:
-            self.it = iter(feeds)
-
-        def get_next(self) -> dict[str, np.ndarray] | None:
-            return next(self.it, None)
-
-    quantize_static(src, dst, Reader(), quant_format=QuantFormat.QDQ, per_channel=per_channel)
+    onnx.save(quantize(onnx.load(src), feeds, per_channel=per_channel), dst)
 
 
 def output_scale(path: str) -> float:

@@ -53,6 +53,30 @@ def ort_run(m: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray
     return sess.run(None, feeds)
 
 
+def quantize_qdq(m: onnx.ModelProto, calibration: list[dict[str, np.ndarray]],
+                 **options: Any) -> onnx.ModelProto:
+    """`m` quantized by onnxruntime's `quantize_static` in QDQ format (int8 activations and
+    weights unless `options` say otherwise: `per_channel=True`, `activation_type=...`),
+    calibrated on the given feeds."""
+    import tempfile
+    from pathlib import Path
+
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.it = iter(calibration)
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.it, None)
+
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = Path(d) / "float.onnx", Path(d) / "qdq.onnx"
+        onnx.save(m, str(src))
+        quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ, **options)
+        return onnx.load(str(dst))
+
+
 def check(m: onnx.ModelProto, feeds: dict[str, np.ndarray], rtol: float = 1e-5,
           atol: float = 1e-5, **load_kw: Any) -> Graph:
     """Import `m`, run it with run_reference and compare every output with onnxruntime."""

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..ir import Graph, Node, Value
 from ..ops.qconv import pack_weight_dot4
+from ..registry import get_op
 from .simplify import make_node
 
 
@@ -170,14 +171,29 @@ def fuse_qdq_conv(g: Graph) -> Graph:
             qat["lo"] = m["zy"]
         emit("quantize", [scaled, one, zy], qat, q.name, into=q.outputs[0])
         replaced[id(q)] = nodes
-    if not replaced:
-        return g
     for n in g.nodes:
-        if id(n) in replaced:
-            out.extend(replaced[id(n)])
-        else:
-            out.append(n)
+        out.extend(replaced.get(id(n), [n]))
     g.nodes = out
+    return fold_constant_dequantize(g)
+
+
+def fold_constant_dequantize(g: Graph) -> Graph:
+    """Every `dequantize` of constants left (weights of ops other than the convolutions
+    above: a Gemm, a BatchNormalization's parameters) becomes its float constant, as the
+    frontend would have folded it, so the passes before `fold_constants` (batch-norm
+    folding) see constants."""
+    repl: dict[int, Value] = {}
+    keep: list[Node] = []
+    for n in g.nodes:
+        n.inputs = [repl.get(id(v), v) for v in n.inputs]
+        if n.op == "dequantize" and all(v.is_const for v in n.inputs):
+            o = n.outputs[0]
+            arr = get_op("dequantize").reference([v.const for v in n.inputs], n.attrs)[0]
+            repl[id(o)] = g.add_const(o.name, np.asarray(arr).astype(o.dtype).reshape(o.shape))
+        else:
+            keep.append(n)
+    g.nodes = keep
+    g.outputs = [repl.get(id(v), v) for v in g.outputs]
     return g
 
 

@@ -1,0 +1,137 @@
+"""Int8 models in QDQ format, quantized by onnxruntime's `quantize_static`, compiled to int8
+kernels (graph/passes/qdq.py -> `qconv2d_nchwc`) and compared with ONNX Runtime's int8 run
+(its default optimizations fuse the same patterns into QLinearConv): the convolutions'
+requantization is ONNX Runtime's arithmetic, so a net of convolutions (with a residual add)
+matches to the bit; ResNet-18 within one quantization step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+
+import tensorforge
+from tensorforge.graph.passes import optimize
+from tensorforge_onnx import load
+from tensorforge_onnx.testing import model, node, quantize_qdq
+
+SHAPE = (1, 3, 16, 16)
+
+
+@pytest.fixture
+def onnx_plugin(llvm_target: Any, plugins: Any) -> Any:
+    plugins.register("tensorforge_onnx.plugin", "onnx", distribution="tensorforge-frontend-onnx")
+    return llvm_target
+
+
+def _small_net(seed: int = 0) -> onnx.ModelProto:
+    """conv3x3+relu, conv3x3 stride 2 (no bias)+relu, conv1x1 + residual add, relu."""
+    rng = np.random.default_rng(seed)
+
+    def f(*s: int, sd: float = 0.2) -> np.ndarray:
+        return rng.normal(0, sd, s).astype("float32")
+
+    nodes = [node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             node("Relu", ["c1"], ["r1"]),
+             node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             node("Relu", ["c2"], ["r2"]),
+             node("Conv", ["r2", "w3", "b3"], ["c3"]),
+             node("Add", ["c3", "r2"], ["a"]),
+             node("Relu", ["a"], ["y"])]
+    for i, n in enumerate(nodes):
+        n.name = f"n{i}"
+    inits = {"w1": f(16, 3, 3, 3, sd=0.3), "b1": f(16, sd=0.1), "w2": f(32, 16, 3, 3, sd=0.1),
+             "w3": f(32, 32, 1, 1, sd=0.1), "b3": f(32, sd=0.1)}
+    return model(nodes, {"x": np.zeros(SHAPE, "float32")}, ["y"], inits)
+
+
+def _calibration(n: int = 4, seed: int = 1) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [{"x": rng.standard_normal(SHAPE).astype("float32")} for _ in range(n)]
+
+
+def _ort(m: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)[0]
+
+
+def _output_scale(m: onnx.ModelProto) -> float:
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in m.graph.initializer}
+    q = [n for n in m.graph.node if n.op_type == "QuantizeLinear"][-1]
+    return float(inits[q.input[1]].reshape(-1)[0])
+
+
+def _masters(cm: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for k in cm.desc["kernels"]:
+        out[k["master"]] = out.get(k["master"], 0) + 1
+    return out
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"per_channel": True},
+    {"activation_type": "QUInt8"},  # uint8 activations with zero points
+], ids=["per_tensor", "per_channel", "uint8_activations"])
+def test_small_qdq_net_matches_ort_exactly(onnx_plugin: Any, options: dict) -> None:
+    from onnxruntime.quantization import QuantType
+
+    if "activation_type" in options:
+        options = {**options, "activation_type": QuantType.QUInt8}
+    qm = quantize_qdq(_small_net(), _calibration(), **options)
+    cm = tensorforge.compile(qm, target="llvm -num-threads=1")
+    masters = _masters(cm)
+    assert masters.get("qconv2d_nchwc") == 3, masters  # every convolution is int8
+    assert not {"conv2d", "conv2d_nchwc"} & set(masters), masters
+    for x in _calibration(3, seed=7):
+        np.testing.assert_array_equal(cm.run(x)[0], _ort(qm, x))
+
+
+def test_qdq_pass_rewrites_and_keeps_ort_arithmetic(onnx_plugin: Any) -> None:
+    """The graph after the passes: qconv2d in place of each conv, the float32 per-channel
+    multiplier float32(sx * sw) / sy, and (opt-level 1, no layout pass) the NCHW op."""
+    qm = quantize_qdq(_small_net(), _calibration(), per_channel=True)
+    g = optimize(load(qm), tensorforge.Target.parse("llvm -num-threads=1"), opt_level=1)
+    counts = g.op_counts()
+    assert counts.get("qconv2d") == 3 and "conv2d" not in counts, counts
+    cm = tensorforge.compile(qm, target="llvm -num-threads=1", opt_level=1)
+    x = _calibration(1, seed=9)[0]
+    np.testing.assert_array_equal(cm.run(x)[0], _ort(qm, x))
+
+
+def test_asymmetric_uint8_weights_stay_float_and_correct(onnx_plugin: Any) -> None:
+    """Weights with zero points (uint8 asymmetric) are not rewritten: the float QDQ form
+    runs, within one quantization step of ONNX Runtime's integer kernels."""
+    from onnxruntime.quantization import QuantType
+
+    qm = quantize_qdq(_small_net(), _calibration(), weight_type=QuantType.QUInt8,
+                      activation_type=QuantType.QUInt8)
+    cm = tensorforge.compile(qm, target="llvm -num-threads=1")
+    assert "qconv2d_nchwc" not in _masters(cm)
+    x = _calibration(1, seed=3)[0]
+    diff = np.abs(cm.run(x)[0] - _ort(qm, x)) / _output_scale(qm)
+    assert diff.max() < 1.01
+
+
+@pytest.mark.slow
+def test_resnet18_qdq_matches_ort_int8(onnx_plugin: Any) -> None:
+    """The zoo's ResNet-18 (batch norms unfolded, as the quantizer leaves them without
+    pre-processing) quantized per channel: 20 int8 convolutions, outputs within one
+    quantization step of ONNX Runtime's int8 run, the same top-1."""
+    from tensorforge_onnx import models
+
+    rng = np.random.default_rng(0)
+    calib = [{"input": rng.standard_normal((1, 3, 224, 224)).astype("float32")}
+             for _ in range(2)]
+    qm = quantize_qdq(models.build("resnet18"), calib, per_channel=True)
+    cm = tensorforge.compile(qm, target="llvm -num-threads=1")
+    assert _masters(cm).get("qconv2d_nchwc") == 20
+    x = {"input": rng.standard_normal((1, 3, 224, 224)).astype("float32")}
+    got, want = cm.run(x)[0], _ort(qm, x)
+    assert np.abs(got - want).max() / _output_scale(qm) < 1.01  # one step at most
+    assert got.argmax() == want.argmax()
