@@ -135,3 +135,37 @@ def test_resnet18_qdq_matches_ort_int8(onnx_plugin: Any) -> None:
     got, want = cm.run(x)[0], _ort(qm, x)
     assert np.abs(got - want).max() / _output_scale(qm) < 1.01  # one step at most
     assert got.argmax() == want.argmax()
+
+
+def test_hand_written_qdq_conv_relu(onnx_plugin: Any) -> None:
+    """DQ -> Conv -> Relu -> Q written by hand (the quantizer drops such Relus): rewritten
+    with the Relu as the quantize's lower bound (the output zero point), stride 2, per
+    channel int8 weights, uint8 activations; within one step of ONNX Runtime (which runs
+    this pattern as a float Conv, not fused)."""
+    rng = np.random.default_rng(5)
+    inits = {"xs": np.array(0.05, "float32"), "xz": np.array(120, "uint8"),
+             "wq": rng.integers(-127, 128, (8, 4, 3, 3)).astype("int8"),
+             "ws": rng.uniform(0.002, 0.01, 8).astype("float32"),
+             "wz": np.zeros(8, "int8"), "ys": np.array(0.04, "float32"),
+             "yz": np.array(10, "uint8")}
+    inits["bq"] = rng.integers(-3000, 3000, 8).astype("int32")
+    inits["bs"] = (inits["xs"] * inits["ws"]).astype("float32")
+    inits["bz"] = np.zeros(8, "int32")
+    nodes = [node("DequantizeLinear", ["xq", "xs", "xz"], ["x"]),
+             node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], axis=0),
+             node("DequantizeLinear", ["bq", "bs", "bz"], ["b"], axis=0),
+             node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             node("Relu", ["c"], ["r"]),
+             node("QuantizeLinear", ["r", "ys", "yz"], ["yq"]),
+             node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    for i, n in enumerate(nodes):
+        n.name = f"n{i}"
+    xq = rng.integers(0, 256, (1, 4, 9, 9)).astype("uint8")
+    m = model(nodes, {"xq": xq}, ["y"], inits, opset=17)
+    g = optimize(load(m), tensorforge.Target.parse("llvm -num-threads=1"), opt_level=1)
+    q = [n for n in g.nodes if n.op == "quantize"]
+    assert g.op_counts().get("qconv2d") == 1 and q[0].attrs.get("lo") == 10
+    cm = tensorforge.compile(m, target="llvm -num-threads=1")
+    assert _masters(cm).get("qconv2d_nchwc") == 1
+    got, want = cm.run({"xq": xq})[0], _ort(m, {"xq": xq})
+    assert got.min() >= 0 and np.abs(got - want).max() / 0.04 < 1.01

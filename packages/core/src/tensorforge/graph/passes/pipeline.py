@@ -21,8 +21,8 @@ from .fuse_merge import split_shared_reshapes
 from .index_ranges import annotate_index_ranges
 from .layout import layout_transform, run_plugin_passes
 from .narrow import legalize_narrow_types
-from .qdq import fuse_qdq_conv
 from .placement import place
+from .qdq import fuse_qdq_conv
 from .reshapes import sink_row_reshapes
 from .simplify import (
     copy_graph,

@@ -134,47 +134,40 @@ def _match(g: Graph, n: Node, users: dict[int, list[Node]]) -> dict[str, Any] | 
 
 def fuse_qdq_conv(g: Graph) -> Graph:
     """Rewrite every QDQ convolution that `_match` accepts to an integer `qconv2d` and its
-    float32 requantization (see the module docstring)."""
+    float32 requantization (see the module docstring), in the place of its quantize node
+    (the float convolution is left dead)."""
     users = _consumers(g)
-    out: list[Node] = []
     replaced: dict[int, list[Node]] = {}  # id(quantize node) -> nodes replacing it
     for n in g.nodes:
         m = _match(g, n, users) if n.op == "conv2d" else None
-        if m is None:
-            continue
-        q, o = m["q"], len(m["bias"])
-        w = g.add_const(f"{n.name}_wq", m["wq"])
-        b = g.add_const(f"{n.name}_bq", m["bias"])
-        attrs = {k: n.attrs[k] for k in ("strides", "pads", "dilations") if k in n.attrs}
-        nodes: list[Node] = []
-
-        def emit(op: str, ins: list[Value], at: dict[str, Any], name: str,
-                 into: Value | None = None) -> Value:
-            node = make_node(g, op, ins, at, name)
-            if into is not None:
-                node.outputs = [into]
-                into.producer = node
-            nodes.append(node)
-            return node.outputs[0]
-
-        acc = emit("qconv2d", [m["xq"], w, b], {**attrs, "x_zero_point": m["zx"]},
-                   f"{n.name}_acc")
-        f = emit("cast", [acc], {"to": "float32"}, f"{n.name}_accf")
-        mult = m["mult"]
-        mv = g.add_const(f"{n.name}_requant_scale", mult.reshape(1, o, 1, 1)
-                         if o > 1 and np.any(mult != mult[0]) else mult[:1].reshape(()))
-        scaled = emit("mul", [f, mv], {}, f"{n.name}_scaled")
-        one = g.add_const(f"{n.name}_one", np.ones((), "float32"))
-        zy = g.add_const(f"{n.name}_zy", np.array(m["zy"], m["to"]))
-        qat: dict[str, Any] = {"to": m["to"]}
-        if m["relu"]:
-            qat["lo"] = m["zy"]
-        emit("quantize", [scaled, one, zy], qat, q.name, into=q.outputs[0])
-        replaced[id(q)] = nodes
-    for n in g.nodes:
-        out.extend(replaced.get(id(n), [n]))
-    g.nodes = out
+        if m is not None:
+            replaced[id(m["q"])] = _rewrite(g, n, m)
+    g.nodes = [r for n in g.nodes for r in replaced.get(id(n), [n])]
     return fold_constant_dequantize(g)
+
+
+def _rewrite(g: Graph, n: Node, m: dict[str, Any]) -> list[Node]:
+    """qconv2d -> cast -> mul (requantization scale) -> quantize into the old output."""
+    o = len(m["bias"])
+    attrs = {k: n.attrs[k] for k in ("strides", "pads", "dilations") if k in n.attrs}
+    attrs["x_zero_point"] = m["zx"]
+    qconv = make_node(g, "qconv2d", [m["xq"], g.add_const(f"{n.name}_wq", m["wq"]),
+                                     g.add_const(f"{n.name}_bq", m["bias"])], attrs,
+                      f"{n.name}_acc")
+    cast = make_node(g, "cast", qconv.outputs, {"to": "float32"}, f"{n.name}_accf")
+    mult = m["mult"]
+    mv = g.add_const(f"{n.name}_requant_scale", mult.reshape(1, o, 1, 1)
+                     if o > 1 and np.any(mult != mult[0]) else mult[:1].reshape(()))
+    mul = make_node(g, "mul", [cast.outputs[0], mv], {}, f"{n.name}_scaled")
+    qat: dict[str, Any] = {"to": m["to"]}
+    if m["relu"]:
+        qat["lo"] = m["zy"]
+    one = g.add_const(f"{n.name}_one", np.ones((), "float32"))
+    zy = g.add_const(f"{n.name}_zy", np.array(m["zy"], m["to"]))
+    q = make_node(g, "quantize", [mul.outputs[0], one, zy], qat, m["q"].name)
+    q.outputs = list(m["q"].outputs)
+    q.outputs[0].producer = q
+    return [qconv, cast, mul, q]
 
 
 def fold_constant_dequantize(g: Graph) -> Graph:
