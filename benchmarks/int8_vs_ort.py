@@ -64,12 +64,11 @@ def _times(f: Callable[[], object], n: int) -> list[float]:
     return out
 
 
-def kernel_strategies(cm: Any) -> dict[str, int]:
-    """Master op of each compiled group -> count (from the kernel names)."""
+def kernel_masters(cm: Any) -> dict[str, int]:
+    """Master op of each compiled kernel -> count."""
     counts: dict[str, int] = {}
-    for k in cm.kernels:
-        master = k.removeprefix("fused_").split("_cast")[0]
-        counts[master] = counts.get(master, 0) + 1
+    for k in cm.desc["kernels"]:
+        counts[k["master"]] = counts.get(k["master"], 0) + 1
     return counts
 
 
@@ -86,6 +85,7 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--images", type=int, default=20)
     ap.add_argument("--per-channel", action="store_true")
+    ap.add_argument("--profile", action="store_true", help="the int8 model's slowest kernels")
     a = ap.parse_args(argv)
     d = tempfile.mkdtemp()
     fp = a.model or (str(TORCHVISION) if TORCHVISION.exists() else "")
@@ -108,7 +108,10 @@ def main(argv: list[str]) -> None:
         runners[f"ours {label}"] = cm.run
         runners[f"ort {label}"] = lambda x, s=sess: s.run(None, x)
     print(f"model: {fp} ({'per-channel' if a.per_channel else 'per-tensor'} weights)")
-    print("int8 kernels by master op:", kernel_strategies(compiled["int8"]))
+    print("int8 kernels by master op:", kernel_masters(compiled["int8"]))
+    if a.profile:
+        for k in sorted(compiled["int8"].profile(repeat=5), key=lambda k: -k["median"])[:12]:
+            print(f"  {k['median'] * 1e3:7.3f} ms {k['share']:5.1%} {k['name']}")
     scale = output_scale(qp)
     rng = np.random.default_rng(1)
     worst, over, agree = 0.0, 0, 0
