@@ -169,3 +169,31 @@ def test_hand_written_qdq_conv_relu(onnx_plugin: Any) -> None:
     assert _masters(cm).get("qconv2d_nchwc") == 1
     got, want = cm.run({"xq": xq})[0], _ort(m, {"xq": xq})
     assert got.min() >= 0 and np.abs(got - want).max() / 0.04 < 1.01
+
+
+def test_qdq_batch_norm_left_by_the_quantizer(onnx_plugin: Any) -> None:
+    """A BatchNormalization after a conv (not folded before quantization) gets quantized
+    parameters (dequantize of constants): folded to constants for fold_batch_norm; with that
+    pass disabled the batch_norm stays an op, kept in NCHW by the layout pass."""
+    from tensorforge.graph.passes import GraphPassContext
+
+    rng = np.random.default_rng(2)
+    nodes = [node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             node("BatchNormalization", ["c", "g", "b", "mu", "var"], ["bn"]),
+             node("Relu", ["bn"], ["y"])]
+    for i, n in enumerate(nodes):
+        n.name = f"n{i}"
+    inits = {"w": rng.normal(0, 0.3, (16, 3, 3, 3)).astype("float32"),
+             "g": rng.uniform(0.5, 1.5, 16).astype("float32"),
+             "b": rng.normal(0, 0.1, 16).astype("float32"),
+             "mu": rng.normal(0, 0.1, 16).astype("float32"),
+             "var": rng.uniform(0.5, 1.5, 16).astype("float32")}
+    qm = quantize_qdq(model(nodes, {"x": np.zeros(SHAPE, "float32")}, ["y"], inits),
+                      _calibration())
+    x = _calibration(1, seed=4)[0]
+    want, scale = _ort(qm, x), _output_scale(qm)
+    for disabled in (set(), {"fold_constant_dequantize"}):
+        with GraphPassContext(disabled=disabled):
+            cm = tensorforge.compile(qm, target="llvm -num-threads=1")
+        assert _masters(cm).get("qconv2d_nchwc") == 1
+        assert np.abs(cm.run(x)[0] - want).max() / scale < 1.01

@@ -270,6 +270,8 @@ class _Rewriter:
     def elementwise(self, n: Node) -> bool:
         if get_op(n.op).pattern > OpPattern.BROADCAST or len(n.outputs) != 1:
             return False
+        if n.op == "batch_norm":  # (C,) parameters indexed by channel: no blocked form
+            return False
         out = n.outputs[0]
         tensors = [v for v in n.inputs if not v.is_const]
         if len(out.shape) != 4 or not tensors or not any(id(v) in self.blocked for v in tensors):

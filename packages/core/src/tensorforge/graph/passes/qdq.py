@@ -16,7 +16,8 @@ bias to float32, times the float32 scale, rounded half to even, plus the zero po
 saturated). Weights must be int8 with zero points 0 (the quantizer's default, symmetric per
 tensor or per channel), groups 1; anything else stays the float QDQ form (still correct).
 It runs before constant folding, which would otherwise turn the weights' dequantize into
-float constants (the ONNX frontend keeps those nodes for this reason).
+float constants (the ONNX frontend keeps those nodes for this reason); the next pass,
+`fold_constant_dequantize`, folds the ones it left.
 
 `qconv_nchwc(rewriter, node)` is the CPU layout pass's rule for `qconv2d`: the weights packed
 4 input channels per int32 (`pack_weight_dot4`), the zero point folded into the bias."""
@@ -143,7 +144,7 @@ def fuse_qdq_conv(g: Graph) -> Graph:
         if m is not None:
             replaced[id(m["q"])] = _rewrite(g, n, m)
     g.nodes = [r for n in g.nodes for r in replaced.get(id(n), [n])]
-    return fold_constant_dequantize(g)
+    return g
 
 
 def _rewrite(g: Graph, n: Node, m: dict[str, Any]) -> list[Node]:
