@@ -139,7 +139,7 @@ def test_resnet18_qdq_matches_ort_int8(onnx_plugin: Any) -> None:
 
 def test_hand_written_qdq_conv_relu(onnx_plugin: Any) -> None:
     """DQ -> Conv -> Relu -> Q written by hand (the quantizer drops such Relus): rewritten
-    with the Relu as the quantize's lower bound (the output zero point), stride 2, per
+    with the Relu as the clip's lower bound (the output zero point), stride 2, per
     channel int8 weights, uint8 activations; within one step of ONNX Runtime (which runs
     this pattern as a float Conv, not fused)."""
     rng = np.random.default_rng(5)
@@ -163,8 +163,8 @@ def test_hand_written_qdq_conv_relu(onnx_plugin: Any) -> None:
     xq = rng.integers(0, 256, (1, 4, 9, 9)).astype("uint8")
     m = model(nodes, {"xq": xq}, ["y"], inits, opset=17)
     g = optimize(load(m), tensorforge.Target.parse("llvm -num-threads=1"), opt_level=1)
-    q = [n for n in g.nodes if n.op == "quantize"]
-    assert g.op_counts().get("qconv2d") == 1 and q[0].attrs.get("lo") == 10
+    clip = [n for n in g.nodes if n.op == "clip"]
+    assert g.op_counts().get("qconv2d") == 1 and clip[0].attrs == {"min": 10.0, "max": 255.0}
     cm = tensorforge.compile(m, target="llvm -num-threads=1")
     assert _masters(cm).get("qconv2d_nchwc") == 1
     got, want = cm.run({"xq": xq})[0], _ort(m, {"xq": xq})
@@ -197,3 +197,13 @@ def test_qdq_batch_norm_left_by_the_quantizer(onnx_plugin: Any) -> None:
             cm = tensorforge.compile(qm, target="llvm -num-threads=1")
         assert _masters(cm).get("qconv2d_nchwc") == 1
         assert np.abs(cm.run(x)[0] - want).max() / scale < 1.01
+
+
+def test_int8_model_exports_and_loads(onnx_plugin: Any, tmp_path: Any) -> None:
+    """The package of an int8 model runs as compiled (its CPU features recorded: VNNI where
+    the kernels use it)."""
+    qm = quantize_qdq(_small_net(), _calibration())
+    cm = tensorforge.compile(qm, target="llvm -num-threads=1")
+    x = _calibration(1, seed=11)[0]
+    loaded = tensorforge.load(cm.export(tmp_path / "int8.tfpkg"))
+    np.testing.assert_array_equal(loaded.run(x)[0], cm.run(x)[0])

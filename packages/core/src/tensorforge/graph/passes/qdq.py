@@ -9,7 +9,8 @@ QLinearConv; this pass does the same:
     dq(xq, sx, zx), dq(wq, sw, 0), dq(bq, sx*sw, 0) -> conv2d [-> relu] -> q(., sy, zy)
  => qconv2d(xq, wq, bq) {x_zero_point=zx}: int32
     -> cast float32 -> mul M (M[o] = float32(sx * sw[o]) / sy, per channel or tensor)
-    -> quantize(., 1, zy) {lo=zy after a relu}
+    -> round (half to even) -> add zy -> clip to the type's range (from zy after a relu)
+    -> cast to int8 / uint8
 
 which is QLinearConv's arithmetic exactly as MLAS computes it (the int32 accumulator plus
 bias to float32, times the float32 scale, rounded half to even, plus the zero point,
@@ -148,7 +149,10 @@ def fuse_qdq_conv(g: Graph) -> Graph:
 
 
 def _rewrite(g: Graph, n: Node, m: dict[str, Any]) -> list[Node]:
-    """qconv2d -> cast -> mul (requantization scale) -> quantize into the old output."""
+    """qconv2d -> cast -> mul (requantization scale) -> round -> add zero point -> clip ->
+    cast into the old output: the quantize in float32 vector arithmetic (exact: the rounded
+    value is an integer, the sum with the zero point is exact below 2**24 and clipped
+    above)."""
     o = len(m["bias"])
     attrs = {k: n.attrs[k] for k in ("strides", "pads", "dilations") if k in n.attrs}
     attrs["x_zero_point"] = m["zx"]
@@ -160,15 +164,17 @@ def _rewrite(g: Graph, n: Node, m: dict[str, Any]) -> list[Node]:
     mv = g.add_const(f"{n.name}_requant_scale", mult.reshape(1, o, 1, 1)
                      if o > 1 and np.any(mult != mult[0]) else mult[:1].reshape(()))
     mul = make_node(g, "mul", [cast.outputs[0], mv], {}, f"{n.name}_scaled")
-    qat: dict[str, Any] = {"to": m["to"]}
-    if m["relu"]:
-        qat["lo"] = m["zy"]
-    one = g.add_const(f"{n.name}_one", np.ones((), "float32"))
-    zy = g.add_const(f"{n.name}_zy", np.array(m["zy"], m["to"]))
-    q = make_node(g, "quantize", [mul.outputs[0], one, zy], qat, m["q"].name)
+    rnd = make_node(g, "round", mul.outputs, {}, f"{n.name}_rounded")
+    zy = g.add_const(f"{n.name}_zy", np.array(m["zy"], "float32"))
+    add = make_node(g, "add", [rnd.outputs[0], zy], {}, f"{n.name}_shifted")
+    info = np.iinfo(m["to"])
+    lo = m["zy"] if m["relu"] else int(info.min)
+    clip = make_node(g, "clip", add.outputs, {"min": float(lo), "max": float(info.max)},
+                     f"{n.name}_clipped")
+    q = make_node(g, "cast", clip.outputs, {"to": m["to"]}, m["q"].name)
     q.outputs = list(m["q"].outputs)
     q.outputs[0].producer = q
-    return [qconv, cast, mul, q]
+    return [qconv, cast, mul, rnd, add, clip, q]
 
 
 def fold_constant_dequantize(g: Graph) -> Graph:
