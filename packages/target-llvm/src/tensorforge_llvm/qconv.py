@@ -21,7 +21,6 @@ from .strategies import (
     _lanes,
     _parallel,
     _prod,
-    _root_parallel,
     _tile_candidates,
     default_tile_ow,
     register_file,
@@ -53,8 +52,11 @@ def schedule_qconv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
     cfg.define_knob("unroll_kw", [False, True], default=kw <= 3)
     cfg.add_flop(2.0 * 4 * _prod(conv.op.axis) * _prod(conv.op.reduce_axis))
 
-    for st in _inline_rest(s, {out.op, conv.op}):
-        _root_parallel(st, par)  # the packing: one pass over the input
+    for st in _inline_rest(s, {out.op, conv.op}):  # the packing: one pass over the input
+        axes = list(st.op.axis)  # scalar: a vector would gather bytes a block apart
+        rows = st.fuse(*axes[:-1])
+        if par:
+            st.parallel(rows)
     local = s[s.cache_write(conv.op.output(0), "local")]
     if conv.op is not out.op:
         conv.compute_inline()

@@ -141,29 +141,32 @@ def _nchwc_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
 def _packed_input(x: Any, g4: int, channels: int, pads: tuple[int, int, int, int],
                   pad_value: int) -> Any:
     """(N, G4, H + pads, W + pads) uint32: 4 consecutive channels of a padded pixel in the
-    uint8 domain, one per byte (channels past `channels` hold `pad_value`: their weights
-    are 0)."""
+    uint8 domain, one per byte (int8 + 128: the word xor 0x80808080). One bounds test per
+    word; channels past `channels` read the last channel (their weights are 0). Where the
+    block is a multiple of 4 the 4 bytes are adjacent in memory (one 32-bit load for LLVM)."""
     n, _, h, w, ib = (_int(s) for s in x.shape)
     pt, pl, pb, pr = pads
-    signed = x.dtype == "int8"
+    pad_word = pad_value * 0x01010101
 
     def f(nn: Any, g: Any, yy: Any, xx: Any) -> PrimExpr:
         word: PrimExpr | None = None
         for j in range(4):
-            ch = g * 4 + j
-            conds = [yy >= pt, yy < pt + h, xx >= pl, xx < pl + w] if any(pads) else []
-            if g4 * 4 > channels:
-                conds.append(ch < channels)
-            v = x[nn, ch // ib, yy - pt, xx - pl, ch % ib].astype("int32")
-            if signed:
-                v = v + const(128, "int32")
-            v = v.astype("uint32")
-            if conds:
-                v = te.if_then_else(te.all(*conds), v, const(pad_value, "uint32"))
+            if ib % 4 == 0:
+                cb, ci = g // (ib // 4), (g % (ib // 4)) * 4 + j
+            else:
+                ch = te.min_expr(g * 4 + j, const(channels - 1, "int32")) \
+                    if g4 * 4 > channels else g * 4 + j
+                cb, ci = ch // ib, ch % ib
+            v = x[nn, cb, yy - pt, xx - pl, ci].astype("uint8").astype("uint32")
             if j:
                 v = te.shift_left(v, const(8 * j, "uint32"))
             word = v if word is None else te.bitwise_or(word, v)
         assert word is not None
+        if x.dtype == "int8":
+            word = te.bitwise_xor(word, const(0x80808080, "uint32"))
+        if any(pads):
+            inside = te.all(yy >= pt, yy < pt + h, xx >= pl, xx < pl + w)
+            word = te.if_then_else(inside, word, const(pad_word, "uint32"))
         return word
 
     return te.compute((n, g4, h + pt + pb, w + pl + pr), f, name="qconv_pack",
