@@ -1,11 +1,12 @@
 """The llvm template of `qconv2d_nchwc` (int8 convolution, graph/ops/qconv.py).
 
 The padding stage packs 4 input channels of a padded pixel into one int32 (at root, one pass
-over the input); the register tile is `tile_ow` output pixels x one block of `y` output
+over the input); the register tile is `tile_ow` output pixels x `tile_oc` blocks of `y` output
 channels (int32 accumulators), over the reduction (channel quads, ry, rx): each step
 broadcasts one packed pixel and does one `dot4_u8s8` (a VNNI `vpdpbusd`: 64 multiply-adds)
 with the weight vector of that quad. The requantizing epilogue (float scale, round, zero
-point, clip) is inlined into the output stage. Knobs: `tile_ow`, `unroll_kw`."""
+point, clip) is inlined into the output stage. Knobs: `tile_ow`, `unroll_kw`,
+`tile_oc` (channel blocks per tile: 2 on narrow images)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,11 @@ def schedule_qconv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
     cfg.define_split("tile_ow", owx, 2, policy="candidate",
                      candidates=_tile_candidates(owx, tile), default=(-1, tile))
     cfg.define_knob("unroll_kw", [False, True], default=kw <= 3)
+    # a narrow image (ResNet's 7x7 last stage): two channel blocks per tile, so enough
+    # independent accumulators hide vpdpbusd's latency
+    ocx = _ext(oc)
+    cfg.define_knob("tile_oc", [1, 2] if ocx % 2 == 0 else [1],
+                    default=2 if ocx % 2 == 0 and cfg["tile_ow"].size[1] < 12 else 1)
     cfg.add_flop(2.0 * 4 * _prod(conv.op.axis) * _prod(conv.op.reduce_axis))
 
     for st in _inline_rest(s, {out.op, conv.op}):  # the packing: one pass over the input
@@ -61,17 +67,19 @@ def schedule_qconv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
     if conv.op is not out.op:
         conv.compute_inline()
     owo, owi = cfg["tile_ow"].apply(s, out, ow)
-    out.reorder(n, oc, oh, owo, owi, ob)
+    oco, oci = out.split(oc, factor=cfg["tile_oc"].val)
+    out.reorder(n, oco, oh, owo, oci, owi, ob)
     out.vectorize(ob)
-    rows = out.fuse(n, oc, oh)
+    rows = out.fuse(n, oco, oh)
     if par:
         out.parallel(rows)
     local.compute_at(out, owo)
-    _, _, _, cw, cb = local.op.axis
+    _, coc, _, cw, cb = local.op.axis
     rg, ry, rx = local.op.reduce_axis
-    local.reorder(rg, ry, rx, cw, cb)
+    local.reorder(rg, ry, rx, coc, cw, cb)
     local.vectorize(cb)
     local.unroll(cw)
+    local.unroll(coc)
     if cfg["unroll_kw"].val:
         local.unroll(rx)
     return s

@@ -39,7 +39,7 @@ KNOBS = {
     "dense_packed/packed": ("tile_m", "tile_k", "tile_panels", "block"),
     "conv2d_winograd_nchwc/winograd": ("tile_p", "m"),
     "attention/blocked": ("tile_q",),
-    "qconv2d_nchwc/dot4": ("tile_ow", "unroll_kw"),
+    "qconv2d_nchwc/dot4": ("tile_ow", "unroll_kw", "tile_oc"),
 }
 
 
