@@ -27,7 +27,8 @@ def onnx_plugin(llvm_target: Any, plugins: Any) -> Any:
 
 
 def _small_net(seed: int = 0) -> onnx.ModelProto:
-    """conv3x3+relu, conv3x3 stride 2 (no bias)+relu, conv1x1 + residual add, relu."""
+    """conv3x3+relu, 3x3 max pool, conv3x3 stride 2 (no bias)+relu, conv1x1 + residual add,
+    relu."""
     rng = np.random.default_rng(seed)
 
     def f(*s: int, sd: float = 0.2) -> np.ndarray:
@@ -35,7 +36,8 @@ def _small_net(seed: int = 0) -> onnx.ModelProto:
 
     nodes = [node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
              node("Relu", ["c1"], ["r1"]),
-             node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             node("MaxPool", ["r1"], ["p1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             node("Conv", ["p1", "w2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
              node("Relu", ["c2"], ["r2"]),
              node("Conv", ["r2", "w3", "b3"], ["c3"]),
              node("Add", ["c3", "r2"], ["a"]),
@@ -99,6 +101,8 @@ def test_qdq_pass_rewrites_and_keeps_ort_arithmetic(onnx_plugin: Any) -> None:
     g = optimize(load(qm), tensorforge.Target.parse("llvm -num-threads=1"), opt_level=1)
     counts = g.op_counts()
     assert counts.get("qconv2d") == 3 and "conv2d" not in counts, counts
+    pool = next(n for n in g.nodes if n.op == "max_pool2d")
+    assert pool.inputs[0].dtype == "int8"  # the pool runs on the integers
     cm = tensorforge.compile(qm, target="llvm -num-threads=1", opt_level=1)
     x = _calibration(1, seed=9)[0]
     np.testing.assert_array_equal(cm.run(x)[0], _ort(qm, x))

@@ -109,8 +109,9 @@ def _pool_nchwc(data: Tensor, kernel: Sequence[int], stride: Any, padding: Any,
 
 def max_pool2d_nchwc(data: Tensor, kernel: Sequence[int], stride: Any = 1, padding: Any = 0,
                      ceil_mode: bool = False, name: str = "max_pool2d_nchwc") -> Tensor:
+    lowest = float("-inf") if data.dtype.startswith("float") else te.min_value(data.dtype).value
     padded, (n, cc, oh, ow, bn, kh, kw, sh, sw, *_) = _pool_nchwc(
-        data, kernel, stride, padding, ceil_mode, float("-inf"), name)
+        data, kernel, stride, padding, ceil_mode, lowest, name)
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     return te.compute((n, cc, oh, ow, bn), lambda nn, c, yy, xx, b: te.max(

@@ -22,7 +22,7 @@ from .index_ranges import annotate_index_ranges
 from .layout import layout_transform, run_plugin_passes
 from .narrow import legalize_narrow_types
 from .placement import place
-from .qdq import fold_constant_dequantize, fuse_qdq_conv
+from .qdq import fold_constant_dequantize, fuse_qdq_conv, fuse_qdq_max_pool
 from .reshapes import sink_row_reshapes
 from .simplify import (
     copy_graph,
@@ -63,6 +63,7 @@ def default_graph_passes(target: Any = None, opt_level: int = 3, host: Any = Non
         passes += [
             # before constant folding, which would turn dequantized weights into floats
             ("fuse_qdq_conv", fuse_qdq_conv),
+            ("fuse_qdq_max_pool", fuse_qdq_max_pool),
             ("fold_constant_dequantize", fold_constant_dequantize),
             ("plugin_before_fusion", partial(run_plugin_passes, target=target,
                                              stage="graph.before_fusion")),

@@ -20,8 +20,10 @@ It runs before constant folding, which would otherwise turn the weights' dequant
 float constants (the ONNX frontend keeps those nodes for this reason); the next pass,
 `fold_constant_dequantize`, folds the ones it left.
 
-`qconv_nchwc(rewriter, node)` is the CPU layout pass's rule for `qconv2d`: the weights packed
-4 input channels per int32 (`pack_weight_dot4`), the zero point folded into the bias."""
+`fuse_qdq_max_pool` runs a max pool between a dequantize and a quantize with the same
+parameters on the integers. `qconv_nchwc(rewriter, node)` is the CPU layout pass's rule
+for `qconv2d`: the weights packed 4 input channels per int32 (`pack_weight_dot4`), the zero
+point folded into the bias."""
 
 from __future__ import annotations
 
@@ -175,6 +177,30 @@ def _rewrite(g: Graph, n: Node, m: dict[str, Any]) -> list[Node]:
     q.outputs = list(m["q"].outputs)
     q.outputs[0].producer = q
     return [qconv, cast, mul, rnd, add, clip, q]
+
+
+def fuse_qdq_max_pool(g: Graph) -> Graph:
+    """dq(xq, s, z) -> max_pool2d -> q(., s, z) (the quantizer gives a max pool its input's
+    scale and zero point) => max_pool2d(xq): the maximum commutes with the monotone
+    dequantize, so the int8 pool is exact (ONNX Runtime drops the pair the same way)."""
+    users = _consumers(g)
+    for n in g.nodes:
+        parts = _dq_parts(n.inputs[0]) if n.op == "max_pool2d" and n.inputs else None
+        if parts is None or parts[0].dtype not in ("int8", "uint8"):
+            continue
+        q = _only_user(users, n.outputs[0], g, "quantize")
+        if q is None or len(q.inputs) < 2 or set(q.attrs) - {"to"} \
+                or q.attrs.get("to") != parts[0].dtype:
+            continue
+        same = (_scalar(q.inputs[1]), _scalar(q.inputs[2] if len(q.inputs) > 2 else None)) \
+            == (_scalar(parts[1]), _scalar(parts[2]))
+        if not same or _scalar(parts[1]) is None or _scalar(parts[2]) is None:
+            continue
+        pool = make_node(g, "max_pool2d", [parts[0]], dict(n.attrs), q.name)
+        pool.outputs = list(q.outputs)
+        pool.outputs[0].producer = pool
+        g.nodes[g.nodes.index(q)] = pool
+    return g
 
 
 def fold_constant_dequantize(g: Graph) -> Graph:
