@@ -30,11 +30,15 @@ from typing import Any
 
 from tensorforge.te.tensor import ComputeOp, Tensor
 
+from .conv1x1 import define_gemm_knobs, is_pointwise, schedule_conv1x1_gemm
+
 __all__ = ["KNOBS", "register_file", "schedule_conv2d_nchwc", "schedule_dense_packed",
            "schedule_depthwise_nchwc"]
 
 KNOBS = {
-    "conv2d_nchwc/direct": ("tile_ow", "reduce_order", "unroll_kw", "block"),
+    "conv2d_nchwc/direct": ("tile_ow", "reduce_order", "unroll_kw", "block",
+                            # 1x1 convs only (conv1x1.py): the GEMM form and its tile
+                            "form", "gemm_tile_ow", "tile_oc", "oc_outer"),
     "depthwise_conv2d_nchwc/direct": ("tile_ow", "unroll_taps"),
     "dense_packed/packed": ("tile_m", "tile_k", "tile_panels", "block"),
     "conv2d_winograd_nchwc/winograd": ("tile_p", "m"),
@@ -158,6 +162,10 @@ def schedule_conv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
     cfg.define_knob("block", [(ic_bn, oc_bn)], default=(ic_bn, oc_bn))
     red = conv.op.reduce_axis
     cfg.add_flop(2.0 * _prod(conv.op.axis) * _prod(red))
+    if is_pointwise(conv.op):  # 1x1: the GEMM form (conv1x1.py) where the rule or tuner says
+        define_gemm_knobs(cfg, out, conv, target)
+        if cfg["form"].val == "gemm":
+            return schedule_conv1x1_gemm(s, out, conv, cfg, target)
 
     for st in _inline_rest(s, {out.op, conv.op}):
         _root_parallel(st, par)  # the padding: one pass over the input

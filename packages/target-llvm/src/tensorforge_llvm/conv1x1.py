@@ -1,0 +1,131 @@
+"""1x1 convolutions in NCHW[x]c as packed GEMMs (issue 15).
+
+A 1x1 convolution of stride s is a matrix product: the output pixels (rows, read from the
+input at stride s) x the input channels -> the output channels. The direct NCHW[x]c schedule
+(`strategies.schedule_conv2d_nchwc`) holds a tile of `tile_ow` pixels x ONE output-channel
+vector: every FMA reads a broadcast input value from memory (16 pixels, 16 broadcasts + 1
+weight vector per 16 FMAs), so the load ports, not the FMA units, set its pace (~100-120
+GFLOP/s on this AVX-512 Xeon). The GEMM form keeps a `tile_ow x tile_oc` tile of
+accumulators, `tile_oc` output-channel vectors wide: each input value is broadcast once and
+feeds `tile_oc` FMAs, each weight vector feeds `tile_ow` FMAs, as in MLAS's pointwise kernel
+(6 pixels x 4 filter blocks).
+
+The weights are the layout pass's OIHW[x]i[y]o packing, folded at compile time: for one
+output block the (input channel, output lane) panel is one contiguous stream, so the
+micro-kernel streams `tile_oc` panels in step. The input is read in its blocked layout (a
+pixel's `x` channels are one cache line with x = 16), strided for stride 2. The epilogue
+(bias, BN, relu/clip/silu, residual add) is inlined into the output stage, which reads the
+finished tile from registers, as in the direct form.
+
+Knobs (tunable by `tforge tune`, the `form` knob of `conv2d_nchwc/direct`): `tile_ow` (pixels
+per tile), `tile_oc` (output blocks per tile), `oc_outer` (loop order: the output blocks
+outside the pixels, so a weight panel stays in L2 while the pixels stream past it; or inside,
+so the input tile stays in L1 while the weight panels stream).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["GEMM_WEIGHT_L2_BYTES", "default_gemm_tile", "is_pointwise", "prefer_gemm",
+           "define_gemm_knobs", "schedule_conv1x1_gemm"]
+
+#: weights up to this size make the pixels the outer loop (the weights stay in L2; the
+#: input tile in L1 across all output panels); larger weights go output-panel outer
+GEMM_WEIGHT_L2_BYTES = 1 << 20
+
+
+def is_pointwise(conv_op: Any) -> bool:
+    """A 1x1 convolution without padding (stride any), groups 1: the GEMM form applies."""
+    kernel = conv_op.input_tensors[1]
+    kh, kw = (int(kernel.shape[i].value) for i in (2, 3))
+    data = conv_op.input_tensors[0]
+    # a padded input is a compute stage in front of the conv (its tag says so)
+    padded = "pad" in str(getattr(data.op, "tag", ""))
+    groups_one = int(data.shape[1].value) == int(kernel.shape[1].value)
+    return kh == kw == 1 and not padded and groups_one
+
+
+def default_gemm_tile(ow: int, oc_chunks: int, vecs: int, regs: int) -> tuple[int, int]:
+    """(tile_ow, tile_oc): the most accumulators that fit with `tile_oc * vecs` weight
+    vectors and a broadcast in `regs` registers; divisors only (no guarded tiles), at most 4
+    output blocks and at least as many pixels as blocks; ties to fewer loads per FMA
+    ((tile_oc * vecs + tile_ow) / accumulators). Measured on ResNet-50's 1x1 convs (AVX-512,
+    32 registers): 14 pixels x 2 blocks (28 accumulators) 140-165 GFLOP/s, 8 x 2 120-140,
+    4 x 4 105-135, 2 x 8 75; 7 x 4 (33 registers) spills, 100-108."""
+    best, score = (1, 1), (0, 0.0)
+    for to in (d for d in range(1, min(oc_chunks, 4) + 1) if oc_chunks % d == 0):
+        for tw in (d for d in range(to, min(ow, 16) + 1) if ow % d == 0):
+            acc = tw * to * vecs
+            if acc + to * vecs + 1 > regs:
+                continue
+            sc = (acc, -(to * vecs + tw) / acc)
+            if sc > score:
+                best, score = (tw, to), sc
+    return best
+
+
+def prefer_gemm(ow: int, oc_chunks: int, oc_bn: int, lanes: int, regs: int) -> bool:
+    """The measured rule (docs/performance.md, "1x1 convolutions as packed GEMMs"): the GEMM
+    form when its tile takes at least two output blocks (one block is the direct form's
+    tile), i.e. whenever the output channels have two or more blocks."""
+    vecs = max(1, oc_bn // lanes)
+    return default_gemm_tile(ow, oc_chunks, vecs, regs)[1] >= 2
+
+
+def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
+    """Declare `form` (direct or gemm), `gemm_tile_ow`, `tile_oc`, `oc_outer` on `cfg` for a
+    pointwise conv group (every config of the space has them, whatever its form)."""
+    from .strategies import _ext, _lanes, register_file
+
+    lanes = _lanes(target)
+    ow = _ext(out.op.axis[3])
+    kernel = conv.op.input_tensors[1]
+    oc_chunks, ic_chunks = int(kernel.shape[0].value), int(kernel.shape[1].value)
+    ic_bn, oc_bn = int(kernel.shape[4].value), int(kernel.shape[5].value)
+    regs = register_file(target)
+    tw, to = default_gemm_tile(ow, oc_chunks, max(1, oc_bn // lanes), regs)
+    cfg.define_knob("form", ["direct", "gemm"],
+                    default="gemm" if prefer_gemm(ow, oc_chunks, oc_bn, lanes, regs)
+                    else "direct")
+    cfg.define_split("gemm_tile_ow", ow, 2, policy="candidate",
+                     candidates=[(ow // d, d) for d in range(1, min(ow, 16) + 1) if ow % d == 0],
+                     default=(-1, tw))
+    cfg.define_split("tile_oc", oc_chunks, 2, policy="candidate",
+                     candidates=[(oc_chunks // d, d) for d in range(1, min(oc_chunks, 8) + 1)
+                                 if oc_chunks % d == 0], default=(-1, to))
+    weight_bytes = oc_chunks * ic_chunks * ic_bn * oc_bn * 4
+    cfg.define_knob("oc_outer", [False, True], default=weight_bytes > GEMM_WEIGHT_L2_BYTES)
+
+
+def schedule_conv1x1_gemm(s: Any, out: Any, conv: Any, cfg: Any, target: Any) -> Any:
+    """Schedule the group `s` (output stage `out`, conv stage `conv`) in the GEMM form with
+    the knobs of `define_gemm_knobs`."""
+    from .strategies import _inline_rest, _parallel
+
+    n, oc, oh, ow, ob = out.op.axis
+    _inline_rest(s, {out.op, conv.op})  # no padding stage: a pointwise conv reads in place
+    local = s[s.cache_write(conv.op.output(0), "local")]
+    if conv.op is not out.op:
+        conv.compute_inline()
+    owo, owi = cfg["gemm_tile_ow"].apply(s, out, ow)
+    oco, oci = cfg["tile_oc"].apply(s, out, oc)
+    if cfg["oc_outer"].val:
+        out.reorder(n, oco, oh, owo, oci, owi, ob)
+        rows = out.fuse(n, oco, oh, owo)
+    else:
+        out.reorder(n, oh, owo, oco, oci, owi, ob)
+        rows = out.fuse(n, oh, owo, oco)
+    out.vectorize(ob)
+    out.unroll(owi)
+    out.unroll(oci)
+    if _parallel(target):
+        out.parallel(rows)
+    local.compute_at(out, rows)
+    _, lo, _, lw, lb = local.op.axis
+    ico, ry, rx, ici = local.op.reduce_axis
+    local.reorder(ico, ry, rx, ici, lw, lo, lb)
+    local.vectorize(lb)
+    local.unroll(lo)
+    local.unroll(lw)
+    return s
