@@ -47,19 +47,22 @@ def is_pointwise(conv_op: Any) -> bool:
 
 
 def default_gemm_tile(ow: int, oc_chunks: int, vecs: int, regs: int) -> tuple[int, int]:
-    """(tile_ow, tile_oc): the most accumulators that fit with `tile_oc * vecs` weight
-    vectors and a broadcast in `regs` registers; divisors only (no guarded tiles), at most 4
-    output blocks and at least as many pixels as blocks; ties to fewer loads per FMA
-    ((tile_oc * vecs + tile_ow) / accumulators). Measured on ResNet-50's 1x1 convs (AVX-512,
-    32 registers): 14 pixels x 2 blocks (28 accumulators) 140-165 GFLOP/s, 8 x 2 120-140,
-    4 x 4 105-135, 2 x 8 75; 7 x 4 (33 registers) spills, 100-108."""
-    best, score = (1, 1), (0, 0.0)
+    """(tile_ow, tile_oc): the most useful accumulators that fit with `tile_oc * vecs` weight
+    vectors and a broadcast in `regs` registers; at most 4 output blocks (divisors of the
+    block count) and at least as many pixels as blocks. A pixel tile that does not divide the
+    row computes padding pixels and keeps a guard (counted 0.8, as in `_dense_tile`); ties
+    go to fewer loads per FMA ((tile_oc * vecs + tile_ow) / accumulators). Measured on
+    ResNet-50's 1x1 convs (AVX-512, 32 registers): 14 pixels x 2 blocks (28 accumulators)
+    140-165 GFLOP/s, 8 x 2 120-140, 4 x 4 105-135, 2 x 8 75; 7 x 4 (33 registers) spills."""
+    best, score = (1, 1), (0.0, 0.0)
     for to in (d for d in range(1, min(oc_chunks, 4) + 1) if oc_chunks % d == 0):
-        for tw in (d for d in range(to, min(ow, 16) + 1) if ow % d == 0):
+        for tw in range(min(to, ow), min(ow, 16) + 1):
             acc = tw * to * vecs
             if acc + to * vecs + 1 > regs:
                 continue
-            sc = (acc, -(to * vecs + tw) / acc)
+            padded = -(-ow // tw) * tw
+            useful = acc * ow / padded * (1.0 if ow % tw == 0 else 0.8)
+            sc = (round(useful, 6), -(to * vecs + tw) / acc)
             if sc > score:
                 best, score = (tw, to), sc
     return best
@@ -76,7 +79,7 @@ def prefer_gemm(ow: int, oc_chunks: int, oc_bn: int, lanes: int, regs: int) -> b
 def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
     """Declare `form` (direct or gemm), `gemm_tile_ow`, `tile_oc`, `oc_outer` on `cfg` for a
     pointwise conv group (every config of the space has them, whatever its form)."""
-    from .strategies import _ext, _lanes, register_file
+    from .strategies import _ext, _lanes, _tile_candidates, register_file
 
     lanes = _lanes(target)
     ow = _ext(out.op.axis[3])
@@ -89,8 +92,7 @@ def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
                     default="gemm" if prefer_gemm(ow, oc_chunks, oc_bn, lanes, regs)
                     else "direct")
     cfg.define_split("gemm_tile_ow", ow, 2, policy="candidate",
-                     candidates=[(ow // d, d) for d in range(1, min(ow, 16) + 1) if ow % d == 0],
-                     default=(-1, tw))
+                     candidates=_tile_candidates(ow, tw, 16), default=(-1, tw))
     cfg.define_split("tile_oc", oc_chunks, 2, policy="candidate",
                      candidates=[(oc_chunks // d, d) for d in range(1, min(oc_chunks, 8) + 1)
                                  if oc_chunks % d == 0], default=(-1, to))

@@ -1,0 +1,129 @@
+"""1x1 convolutions in the GEMM form (`conv1x1.py`) against the numpy reference: odd spatial
+sizes, channel counts no vector divides, stride 2, with and without epilogues; every form and
+tile of the tunable space computes the same convolution."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorforge
+from tensorforge import te
+from tensorforge.autotune.space import ConfigSpace, FallbackConfig
+from tensorforge.graph import Graph, run_reference
+from tensorforge.ops.nn_nchwc import conv2d_nchwc
+from tensorforge_llvm.conv1x1 import default_gemm_tile, is_pointwise, prefer_gemm
+from tensorforge_llvm.strategies import schedule_conv2d_nchwc
+
+RNG = np.random.default_rng(1)
+
+
+def _w(*shape: int) -> np.ndarray:
+    return (RNG.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype("float32")
+
+
+def _graph(c: int, o: int, h: int, w: int, stride: int, epilogue: str) -> Graph:
+    g = Graph()
+    x = g.add_input("x", (1, c, h, w), "float32")
+    y = g.add("conv2d", x, g.add_const("w", _w(o, c, 1, 1)),
+              *([g.add_const("b", _w(o))] if epilogue != "none" else []),
+              strides=(stride, stride), pads=(0, 0, 0, 0))
+    if epilogue == "relu":
+        y = g.add("relu", y)
+    elif epilogue == "bn_clip":
+        y = g.add("mul", y, g.add_const("s", _w(o, 1, 1)))
+        y = g.add("clip", g.add("add", y, g.add_const("t", _w(o, 1, 1))), min=0.0, max=6.0)
+    elif epilogue == "silu":
+        y = g.add("mul", y, g.add("sigmoid", y))
+    elif epilogue == "residual":
+        oh, ow = -(-h // stride), -(-w // stride)
+        r = g.add_input("r", (1, o, oh, ow), "float32")
+        y = g.add("relu", g.add("add", y, r))
+    g.outputs = [y]
+    return g
+
+
+@pytest.mark.parametrize("c,o,hw,stride,epi", [
+    (32, 64, (7, 19), 1, "relu"),        # odd width: a 19-pixel row in one tile
+    (17, 48, (9, 10), 1, "residual"),    # 17 input channels: no vector block divides them
+    (24, 48, (13, 13), 2, "bn_clip"),    # blocks of 8, stride 2 on an odd size
+    (64, 32, (5, 11), 1, "silu"),
+    (16, 96, (6, 6), 1, "none"),         # no epilogue at all: the conv is the output
+])
+def test_pointwise_conv_matches_numpy(llvm_target, monkeypatch, c, o, hw, stride, epi) -> None:
+    from tensorforge_llvm import strategies
+
+    gemm_calls = []
+    real = strategies.schedule_conv1x1_gemm
+    monkeypatch.setattr(strategies, "schedule_conv1x1_gemm",
+                        lambda *a: gemm_calls.append(1) or real(*a))
+    g = _graph(c, o, *hw, stride, epi)
+    inputs = {v.name: RNG.standard_normal(v.shape).astype("float32") for v in g.inputs}
+    cm = tensorforge.compile(g, target=llvm_target)
+    for got, want in zip(cm.run(inputs), run_reference(g, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    kinds = [k["schedule"] for k in cm.desc["kernels"] if k["master"] == "conv2d_nchwc"]
+    assert kinds and all(k.startswith("strategy conv2d_nchwc/direct") for k in kinds), kinds
+    assert gemm_calls, "the GEMM form was not used"
+
+
+def _te_conv(c: int, o: int, hw: tuple[int, int], stride: int, bn: int, kh: int = 1):
+    d = te.placeholder((1, c // bn, *hw, bn), name="d")
+    k = te.placeholder((o // bn, c // bn, kh, kh, bn, bn), name="k")
+    b = te.placeholder((o,), name="b")
+    y = conv2d_nchwc(d, k, stride, 0)
+    z = te.compute(y.shape, lambda n, q, i, j, r: te.max_expr(
+        y[n, q, i, j, r] + b[q * bn + r], te.const(0.0, "float32")), name="relu",
+        tag="elemwise")
+    return d, k, b, y, z
+
+
+def test_every_gemm_config_computes_the_same_conv(llvm_target) -> None:
+    """All tiles and loop orders of the GEMM form (tile_oc 1, 2, 4; oc_outer both ways)
+    and the direct form, on 13 pixels (a prime row) x 4 output blocks, stride 2 from 25."""
+    bn, c, o, hw, stride = 8, 16, 32, (25, 25), 2
+    d, k, b, _, z = _te_conv(c, o, hw, stride, bn)
+    sp = ConfigSpace()
+    schedule_conv2d_nchwc([z], llvm_target, sp)
+    dv = RNG.standard_normal((1, c // bn, *hw, bn)).astype("float32")
+    kv = RNG.standard_normal((o // bn, c // bn, 1, 1, bn, bn)).astype("float32")
+    bv = RNG.standard_normal(o).astype("float32")
+    want = np.einsum("nchwi,Ocio->nOhwo", dv[:, :, ::stride, ::stride], kv[:, :, 0, 0])
+    want = np.maximum(want + bv.reshape(1, o // bn, 1, 1, bn), 0)
+    seen = set()
+    for i in range(len(sp)):
+        cfg = sp.get(i)
+        vals = cfg.values()
+        key = (vals["form"], tuple(vals["gemm_tile_ow"]), tuple(vals["tile_oc"]),
+               vals["oc_outer"])
+        if vals["form"] == "direct" and key[0] in {s[0] for s in seen}:
+            continue
+        if key in seen or (vals["form"] == "gemm" and vals["gemm_tile_ow"][1] not in (1, 13)):
+            continue
+        seen.add(key)
+        f = tensorforge.build(schedule_conv2d_nchwc([z], llvm_target, cfg), [d, k, b, z],
+                              target=llvm_target)
+        got = np.zeros(want.shape, "float32")
+        f(dv, kv, bv, got)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(key))
+    forms = {s[0] for s in seen}
+    assert forms == {"direct", "gemm"} and len(seen) >= 7, seen
+
+
+def test_rule_picks_gemm_for_resnet_shapes_and_not_for_one_block(llvm_target) -> None:
+    """Wide output channels take the GEMM form with 2+ blocks per tile and all of its 32
+    registers at most; a single output block (the direct form's own tile) stays direct;
+    3x3 or padded convs are not pointwise."""
+    assert default_gemm_tile(56, 16, 1, 32) == (14, 2)
+    assert default_gemm_tile(7, 128, 1, 32) == (7, 2)
+    for ow, chunks in [(56, 16), (28, 32), (14, 64), (7, 128), (112, 6), (9, 5)]:
+        tw, to = default_gemm_tile(ow, chunks, 1, 32)
+        assert ow % tw == 0 and chunks % to == 0 and tw * to + to + 1 <= 32
+    assert prefer_gemm(14, 16, 16, 16, 32) and not prefer_gemm(14, 1, 16, 16, 32)
+    _, _, _, y1, z = _te_conv(16, 32, (8, 8), 1, 16)
+    assert is_pointwise(y1.op)
+    _, _, _, y3, _ = _te_conv(16, 32, (8, 8), 1, 16, kh=3)
+    assert not is_pointwise(y3.op)
+    cfg = FallbackConfig(llvm_target)
+    schedule_conv2d_nchwc([z], llvm_target, cfg)
+    assert cfg["form"].val == "gemm"
