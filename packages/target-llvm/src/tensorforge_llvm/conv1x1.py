@@ -17,6 +17,7 @@ pixel's `x` channels are one cache line with x = 16), strided for stride 2. The 
 (bias, BN, relu/clip/silu, residual add) is inlined into the output stage, which reads the
 finished tile from registers, as in the direct form.
 
+The default form: the `-conv1x1=` target option (`auto`: `prefer_gemm`, `direct`, `gemm`).
 Knobs (tunable by `tforge tune`, the `form` knob of `conv2d_nchwc/direct`): `tile_ow` (pixels
 per tile), `tile_oc` (output blocks per tile), `oc_outer` (loop order: the output blocks
 outside the pixels, so a weight panel stays in L2 while the pixels stream past it; or inside,
@@ -27,13 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["GEMM_WEIGHT_L2_BYTES", "default_gemm_tile", "is_pointwise", "prefer_gemm",
+__all__ = ["default_gemm_tile", "is_pointwise", "prefer_gemm",
            "define_gemm_knobs", "schedule_conv1x1_gemm"]
-
-#: weights up to this size make the pixels the outer loop (the weights stay in L2; the
-#: input tile in L1 across all output panels); larger weights go output-panel outer
-GEMM_WEIGHT_L2_BYTES = 1 << 20
-
 
 def is_pointwise(conv_op: Any) -> bool:
     """A 1x1 convolution without padding (stride any), groups 1: the GEMM form applies."""
@@ -76,6 +72,25 @@ def prefer_gemm(ow: int, oc_chunks: int, oc_bn: int, lanes: int, regs: int) -> b
     return default_gemm_tile(ow, oc_chunks, vecs, regs)[1] >= 2
 
 
+def oc_outer_default(conv: Any, ow: int, tile_ow: int, tile_oc: int, oc_chunks: int) -> bool:
+    """The loop order moving fewer bytes: output panels outside, the weights read once and
+    the input once per panel (`oc_chunks / tile_oc` times), or pixel tiles outside, the input
+    read once and the weights once per pixel tile."""
+    data, kernel = conv.op.input_tensors[:2]
+    in_bytes = 4 * _prod_shape(data.shape)
+    w_bytes = 4 * _prod_shape(kernel.shape)
+    oh = int(conv.op.output(0).shape[2].value)
+    pixel_tiles = oh * -(-ow // tile_ow)
+    return w_bytes + oc_chunks // tile_oc * in_bytes < in_bytes + pixel_tiles * w_bytes
+
+
+def _prod_shape(shape: Any) -> int:
+    p = 1
+    for s in shape:
+        p *= int(s.value)
+    return p
+
+
 def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
     """Declare `form` (direct or gemm), `gemm_tile_ow`, `tile_oc`, `oc_outer` on `cfg` for a
     pointwise conv group (every config of the space has them, whatever its form)."""
@@ -88,16 +103,17 @@ def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
     ic_bn, oc_bn = int(kernel.shape[4].value), int(kernel.shape[5].value)
     regs = register_file(target)
     tw, to = default_gemm_tile(ow, oc_chunks, max(1, oc_bn // lanes), regs)
-    cfg.define_knob("form", ["direct", "gemm"],
-                    default="gemm" if prefer_gemm(ow, oc_chunks, oc_bn, lanes, regs)
-                    else "direct")
+    policy = str((getattr(target, "options", {}) or {}).get("conv1x1", "auto") or "auto")
+    gemm = prefer_gemm(ow, oc_chunks, oc_bn, lanes, regs) if policy == "auto" else \
+        policy == "gemm"
+    cfg.define_knob("form", ["direct", "gemm"], default="gemm" if gemm else "direct")
     cfg.define_split("gemm_tile_ow", ow, 2, policy="candidate",
                      candidates=_tile_candidates(ow, tw, 16), default=(-1, tw))
     cfg.define_split("tile_oc", oc_chunks, 2, policy="candidate",
                      candidates=[(oc_chunks // d, d) for d in range(1, min(oc_chunks, 8) + 1)
                                  if oc_chunks % d == 0], default=(-1, to))
-    weight_bytes = oc_chunks * ic_chunks * ic_bn * oc_bn * 4
-    cfg.define_knob("oc_outer", [False, True], default=weight_bytes > GEMM_WEIGHT_L2_BYTES)
+    cfg.define_knob("oc_outer", [False, True], default=oc_outer_default(
+        conv, ow, tw, to, oc_chunks))
 
 
 def schedule_conv1x1_gemm(s: Any, out: Any, conv: Any, cfg: Any, target: Any) -> Any:

@@ -8,6 +8,7 @@ from tensorforge.target import TargetKind, TargetOption
 #: -num-threads above this is refused: libgomp would start that many threads per region.
 MAX_THREADS = 1024
 WINOGRAD_CHOICES = ("auto", "off", "2", "4")
+CONV1X1_CHOICES = ("auto", "direct", "gemm")
 
 LLVM = TargetKind(
     name="llvm",
@@ -25,6 +26,9 @@ LLVM = TargetKind(
         "winograd": TargetOption(str, "auto", "3x3 stride-1 convs: auto (measured rule), off, "
                                  "2 or 4 (Winograd F(m x m, 3x3) tile)",
                                  choices=WINOGRAD_CHOICES),
+        "conv1x1": TargetOption(str, "auto", "1x1 convs: auto (measured rule), direct, or gemm "
+                                "(the GEMM form's register tile, conv1x1.py)",
+                                choices=CONV1X1_CHOICES),
     },
     build="tensorforge_llvm.codegen:build",
     detect_host="tensorforge_llvm.host:detect_host",

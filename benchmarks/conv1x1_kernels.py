@@ -1,0 +1,105 @@
+"""The 1x1 convolution kernels of a model, direct vs GEMM form (issue 15), in one process.
+
+    python benchmarks/conv1x1_kernels.py [--model resnet50] [--rounds 9] [--fifo]
+
+Compiles the model (from the cache of `export_torchvision.py`) twice, `-conv1x1=direct` and
+`-conv1x1=gemm` (both 1 thread), checks both against ONNX Runtime, then profiles them
+interleaved (`CompiledModel.profile`, `--rounds` rounds of 5 executions, the order
+alternating) and prints, per distinct 1x1 conv shape, the median kernel time and GFLOP/s of
+each form (GFLOP/s: 2 x output elements x input channels / time), and the sums over all
+1x1 kernels and over the whole model. `--fifo`: the profiling under SCHED_FIFO, as
+`families_vs_ort.py --fifo` (root only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from families_vs_ort import CACHE, _Fifo, _session  # noqa: E402
+
+FORMS = ("direct", "gemm")
+
+
+def pointwise_kernels(cm) -> dict[int, tuple[str, float]]:
+    """{kernel index: (shape label, flops)} of the model's 1x1 conv kernels."""
+    vals = cm.desc["values"]
+    out = {}
+    for i, k in enumerate(cm.desc["kernels"]):
+        if k["master"] != "conv2d_nchwc":
+            continue
+        x, w, y = (vals[k["args"][0]]["shape"], vals[k["args"][1]]["shape"],
+                   vals[k["args"][-1]]["shape"])
+        if len(w) != 6 or w[2:4] != [1, 1]:
+            continue
+        c, o = w[1] * w[4], y[1] * y[4]
+        stride = x[2] // y[2] if y[2] else 1
+        label = f"{c}->{o} {x[2]}x{x[3]} s{stride}"
+        out[i] = (label, 2.0 * math.prod(y) * c)
+    return out
+
+
+def main() -> None:
+    import tensorforge
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="resnet50")
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--fifo", action="store_true")
+    args = ap.parse_args()
+    path = CACHE / f"{args.model}.onnx"
+    sess = _session(path, 1)
+    inp = sess.get_inputs()[0]
+    x = {inp.name: np.random.default_rng(0).standard_normal(inp.shape).astype(np.float32)}
+    ref = sess.run(None, x)[0]
+    models = {}
+    for form in FORMS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cm = tensorforge.compile(str(path), f"llvm -num-threads=1 -conv1x1={form}")
+        err = float(np.max(np.abs(cm.run(x)[0] - ref)) / np.max(np.abs(ref)))
+        print(f"{form}: max |ours - ORT| / max |ORT| = {err:.1e}")
+        assert err < 1e-4, err
+        models[form] = cm
+    times: dict[str, list[list[float]]] = {f: [] for f in FORMS}
+    load0 = os.getloadavg()[0]
+    with _Fifo(args.fifo):
+        for r in range(args.rounds):
+            for form in (FORMS if r % 2 == 0 else FORMS[::-1]):
+                prof = models[form].profile(x, repeat=5)
+                times[form].append([p["median"] for p in prof])
+    print(f"load (1 min) {load0:.1f} -> {os.getloadavg()[0]:.1f}; {args.rounds} rounds")
+    med = {f: [statistics.median(c) for c in zip(*times[f])] for f in FORMS}
+    pw = {f: pointwise_kernels(models[f]) for f in FORMS}
+    assert [v[0] for v in pw["direct"].values()] == [v[0] for v in pw["gemm"].values()]
+    rows: dict[str, list[float]] = {}
+    for (i, (label, flops)), j in zip(pw["direct"].items(), pw["gemm"]):
+        row = rows.setdefault(label, [0, 0.0, 0.0, flops])
+        row[0] += 1
+        row[1] += med["direct"][i]
+        row[2] += med["gemm"][j]
+    print("| 1x1 conv (C->O, input HxW, stride) | count | direct ms | GEMM ms | direct GFLOP/s"
+          " | GEMM GFLOP/s |")
+    print("|---|---|---|---|---|---|")
+    for label, (n, td, tg, flops) in rows.items():
+        print(f"| {label} | {n} | {td * 1e3:.3f} | {tg * 1e3:.3f} | {n * flops / td / 1e9:.0f}"
+              f" | {n * flops / tg / 1e9:.0f} |")
+    fl = sum(f for _, f in pw["direct"].values())
+    td = sum(med["direct"][i] for i in pw["direct"])
+    tg = sum(med["gemm"][j] for j in pw["gemm"])
+    print(f"| **all 1x1** | {len(pw['direct'])} | {td * 1e3:.2f} | {tg * 1e3:.2f} | "
+          f"{fl / td / 1e9:.0f} | {fl / tg / 1e9:.0f} |")
+    print(f"model kernels: direct {sum(med['direct']) * 1e3:.2f} ms, "
+          f"GEMM {sum(med['gemm']) * 1e3:.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
