@@ -3,8 +3,8 @@
     python benchmarks/conv1x1_kernels.py [--model resnet50] [--rounds 9] [--fifo]
 
 Compiles the model (from the cache of `export_torchvision.py`) twice, `-conv1x1=direct` and
-`-conv1x1=gemm` (both 1 thread), checks both against ONNX Runtime, then profiles them
-interleaved (`CompiledModel.profile`, `--rounds` rounds of 5 executions, the order
+`-conv1x1=gemm` (or `auto`, the default rule: `--after auto`; both 1 thread), checks both
+against ONNX Runtime, then profiles them interleaved (`CompiledModel.profile`, `--rounds` rounds of 5 executions, the order
 alternating) and prints, per distinct 1x1 conv shape, the median kernel time and GFLOP/s of
 each form (GFLOP/s: 2 x output elements x input channels / time), and the sums over all
 1x1 kernels and over the whole model. `--fifo`: the profiling under SCHED_FIFO, as
@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from families_vs_ort import CACHE, _Fifo, _session  # noqa: E402
 
-FORMS = ("direct", "gemm")
+FORMS = ("direct", "gemm")  # the second: `--after` (gemm: every 1x1 conv; auto: the rule)
 
 
 def pointwise_kernels(cm) -> dict[int, tuple[str, float]]:
@@ -54,6 +54,7 @@ def main() -> None:
     ap.add_argument("--model", default="resnet50")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--fifo", action="store_true")
+    ap.add_argument("--after", default="gemm", choices=("gemm", "auto"))
     args = ap.parse_args()
     path = CACHE / f"{args.model}.onnx"
     sess = _session(path, 1)
@@ -64,7 +65,8 @@ def main() -> None:
     for form in FORMS:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            cm = tensorforge.compile(str(path), f"llvm -num-threads=1 -conv1x1={form}")
+            policy = form if form == "direct" else args.after
+            cm = tensorforge.compile(str(path), f"llvm -num-threads=1 -conv1x1={policy}")
         err = float(np.max(np.abs(cm.run(x)[0] - ref)) / np.max(np.abs(ref)))
         print(f"{form}: max |ours - ORT| / max |ORT| = {err:.1e}")
         assert err < 1e-4, err
@@ -86,8 +88,9 @@ def main() -> None:
         row[0] += 1
         row[1] += med["direct"][i]
         row[2] += med["gemm"][j]
-    print("| 1x1 conv (C->O, input HxW, stride) | count | direct ms | GEMM ms | direct GFLOP/s"
-          " | GEMM GFLOP/s |")
+    b = "GEMM" if args.after == "gemm" else "auto"
+    print(f"| 1x1 conv (C->O, input HxW, stride) | count | direct ms | {b} ms | direct GFLOP/s"
+          f" | {b} GFLOP/s |")
     print("|---|---|---|---|---|---|")
     for label, (n, td, tg, flops) in rows.items():
         print(f"| {label} | {n} | {td * 1e3:.3f} | {tg * 1e3:.3f} | {n * flops / td / 1e9:.0f}"
@@ -98,7 +101,7 @@ def main() -> None:
     print(f"| **all 1x1** | {len(pw['direct'])} | {td * 1e3:.2f} | {tg * 1e3:.2f} | "
           f"{fl / td / 1e9:.0f} | {fl / tg / 1e9:.0f} |")
     print(f"model kernels: direct {sum(med['direct']) * 1e3:.2f} ms, "
-          f"GEMM {sum(med['gemm']) * 1e3:.2f} ms")
+          f"{b} {sum(med['gemm']) * 1e3:.2f} ms")
 
 
 if __name__ == "__main__":

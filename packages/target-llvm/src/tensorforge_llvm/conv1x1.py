@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["default_gemm_tile", "is_pointwise", "prefer_gemm",
-           "define_gemm_knobs", "schedule_conv1x1_gemm"]
+__all__ = ["GEMM_ONE_BLOCK_MAX_OW", "L2_REREAD_BYTES", "default_gemm_tile", "define_gemm_knobs",
+           "is_pointwise", "oc_outer_default", "prefer_gemm", "schedule_conv1x1_gemm"]
 
 def is_pointwise(conv_op: Any) -> bool:
     """A 1x1 convolution without padding (stride any), groups 1: the GEMM form applies."""
@@ -65,23 +65,50 @@ def default_gemm_tile(ow: int, oc_chunks: int, vecs: int, regs: int) -> tuple[in
 
 
 def prefer_gemm(ow: int, oc_chunks: int, oc_bn: int, lanes: int, regs: int) -> bool:
-    """The measured rule (docs/performance.md, "1x1 convolutions as packed GEMMs"): the GEMM
-    form when its tile takes at least two output blocks (one block is the direct form's
-    tile), i.e. whenever the output channels have two or more blocks."""
+    """The measured rule (docs/performance.md, "1x1 convolutions as GEMMs"): the GEMM form
+    when its tile holds more accumulators than the direct form's (`default_tile_ow` pixels
+    x one output block), and, when it is one output block wide, only on rows of at most
+    `GEMM_ONE_BLOCK_MAX_OW` pixels. On this Xeon (in-model, ResNet-50/MobileNetV2/RegNet):
+    two or more 1-vector blocks per tile 95-143 GFLOP/s vs 67-121 direct; one 2-vector block
+    x 14 pixels on 28- and 14-pixel rows 106-134 vs 99-128, but on 56-pixel rows 84-112 vs
+    106-123; where the tiles tie (7-pixel rows) the forms measured the same."""
+    from .strategies import default_tile_ow
+
     vecs = max(1, oc_bn // lanes)
-    return default_gemm_tile(ow, oc_chunks, vecs, regs)[1] >= 2
+    tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs)
+    if to == 1 and ow > GEMM_ONE_BLOCK_MAX_OW:
+        return False
+    return tw * to > default_tile_ow(ow, oc_bn, lanes, regs)
+
+
+#: one-block GEMM tiles only on rows up to this many pixels (see `prefer_gemm`)
+GEMM_ONE_BLOCK_MAX_OW = 28
+
+#: bytes a re-read set may take and still count as an L2 hit (a quarter of a DRAM byte)
+L2_REREAD_BYTES = 1 << 20
 
 
 def oc_outer_default(conv: Any, ow: int, tile_ow: int, tile_oc: int, oc_chunks: int) -> bool:
-    """The loop order moving fewer bytes: output panels outside, the weights read once and
-    the input once per panel (`oc_chunks / tile_oc` times), or pixel tiles outside, the input
-    read once and the weights once per pixel tile."""
+    """Output panels outside when the weights exceed `L2_REREAD_BYTES`; else the loop
+    order moving fewer bytes: output panels outside (the weights read once, the
+    input once per panel: `oc_chunks / tile_oc` times) or pixel tiles outside (the input read
+    once, the weights once per pixel tile); re-reads of a set up to `L2_REREAD_BYTES` count
+    a quarter. (ResNet-50's 1024->2048 stride-2 conv: 8 MB of weights re-read per pixel row
+    ran at 47 GFLOP/s, panel outside 71+.)"""
     data, kernel = conv.op.input_tensors[:2]
     in_bytes = 4 * _prod_shape(data.shape)
     w_bytes = 4 * _prod_shape(kernel.shape)
     oh = int(conv.op.output(0).shape[2].value)
     pixel_tiles = oh * -(-ow // tile_ow)
-    return w_bytes + oc_chunks // tile_oc * in_bytes < in_bytes + pixel_tiles * w_bytes
+
+    def reread(nbytes: int) -> float:
+        return nbytes * (0.25 if nbytes <= L2_REREAD_BYTES else 1.0)
+
+    if w_bytes > L2_REREAD_BYTES:  # weights that leave L2 between pixel tiles: read once
+        return True
+    oc_outer = w_bytes + (oc_chunks // tile_oc - 1) * reread(in_bytes) + in_bytes
+    pixel_outer = in_bytes + (pixel_tiles - 1) * reread(w_bytes) + w_bytes
+    return oc_outer < pixel_outer
 
 
 def _prod_shape(shape: Any) -> int:
@@ -99,8 +126,7 @@ def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
     lanes = _lanes(target)
     ow = _ext(out.op.axis[3])
     kernel = conv.op.input_tensors[1]
-    oc_chunks, ic_chunks = int(kernel.shape[0].value), int(kernel.shape[1].value)
-    ic_bn, oc_bn = int(kernel.shape[4].value), int(kernel.shape[5].value)
+    oc_chunks, oc_bn = int(kernel.shape[0].value), int(kernel.shape[5].value)
     regs = register_file(target)
     tw, to = default_gemm_tile(ow, oc_chunks, max(1, oc_bn // lanes), regs)
     policy = str((getattr(target, "options", {}) or {}).get("conv1x1", "auto") or "auto")
