@@ -4,8 +4,8 @@
 
 Compiles the model (from the cache of `export_torchvision.py`) twice, `-conv1x1=direct` and
 `-conv1x1=gemm` (or `auto`, the default rule: `--after auto`; both 1 thread), checks both
-against ONNX Runtime, then profiles them interleaved (`CompiledModel.profile`, `--rounds` rounds of 5 executions, the order
-alternating) and prints, per distinct 1x1 conv shape, the median kernel time and GFLOP/s of
+against ONNX Runtime, then profiles them interleaved (`CompiledModel.profile`, `--rounds`
+rounds of 5 executions, the order alternating) and prints, per distinct 1x1 conv shape, the median kernel time and GFLOP/s of
 each form (GFLOP/s: 2 x output elements x input channels / time), and the sums over all
 1x1 kernels and over the whole model. `--fifo`: the profiling under SCHED_FIFO, as
 `families_vs_ort.py --fifo` (root only).
