@@ -1,14 +1,14 @@
 """The 1x1 convolution kernels of a model, direct vs GEMM form (issue 15), in one process.
 
-    python benchmarks/conv1x1_kernels.py [--model resnet50] [--rounds 9] [--fifo]
+    python benchmarks/conv1x1_kernels.py [--model resnet50] [--rounds 9] [--fifo] [--after auto]
 
-Compiles the model (from the cache of `export_torchvision.py`) twice, `-conv1x1=direct` and
-`-conv1x1=gemm` (or `auto`, the default rule: `--after auto`; both 1 thread), checks both
-against ONNX Runtime, then profiles them interleaved (`CompiledModel.profile`, `--rounds`
-rounds of 5 executions, the order alternating) and prints, per distinct 1x1 conv shape, the median kernel time and GFLOP/s of
-each form (GFLOP/s: 2 x output elements x input channels / time), and the sums over all
-1x1 kernels and over the whole model. `--fifo`: the profiling under SCHED_FIFO, as
-`families_vs_ort.py --fifo` (root only).
+Compiles the model (from the cache of `export_torchvision.py`) twice at 1 thread:
+`-conv1x1=direct`, and `-conv1x1=gemm` (every 1x1 conv in the GEMM form) or, with `--after
+auto`, the default rule. Checks both against ONNX Runtime, profiles them interleaved
+(`CompiledModel.profile`, `--rounds` rounds of 5 executions, the order alternating) and
+prints per distinct 1x1 conv shape the summed median kernel times and GFLOP/s of each (2 x
+output elements x input channels / time), the sums over all 1x1 kernels and over the
+model's kernels. `--fifo`: profile under SCHED_FIFO as `families_vs_ort.py --fifo` (root).
 """
 
 from __future__ import annotations
