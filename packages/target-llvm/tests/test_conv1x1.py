@@ -127,3 +127,14 @@ def test_rule_picks_gemm_for_resnet_shapes_and_not_for_one_block(llvm_target) ->
     cfg = FallbackConfig(llvm_target)
     schedule_conv2d_nchwc([z], llvm_target, cfg)
     assert cfg["form"].val == "gemm"
+
+
+@pytest.mark.parametrize("policy,form", [("direct", "direct"), ("gemm", "gemm"), ("auto", "gemm")])
+def test_target_option_sets_the_default_form(llvm_target, policy: str, form: str) -> None:
+    from tensorforge.target import Target
+
+    target = Target.coerce(f"llvm -num-threads=1 -conv1x1={policy}")
+    *_, z = _te_conv(16, 64, (14, 14), 1, 16)
+    cfg = FallbackConfig(target)
+    schedule_conv2d_nchwc([z], target, cfg)
+    assert cfg["form"].val == form

@@ -9,7 +9,9 @@ are chosen from the shape, the target's float32 lanes and its register file). Kn
 template               knobs                                                       default
 =====================  ==========================================================  ========
 conv2d_nchwc direct    tile_ow (pixels per register tile), reduce_order,            shape
-                       unroll_kw, block (ic_bn/oc_bn, fixed by the layout pass)
+                       unroll_kw, block (ic_bn/oc_bn, fixed by the layout pass);
+                       1x1 convs also form (direct/gemm), gemm_tile_ow, tile_oc,   rule
+                       oc_outer (the GEMM form, conv1x1.py)
 depthwise NCHWc        tile_ow, unroll_taps                                         shape
 dense_packed           tile_m (rows), tile_panels (panels per tile), tile_k,      shape
                        block (fixed by the layout pass)
