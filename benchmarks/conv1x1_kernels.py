@@ -9,6 +9,9 @@ auto`, the default rule. Checks both against ONNX Runtime, profiles them interle
 prints per distinct 1x1 conv shape the summed median kernel times and GFLOP/s of each (2 x
 output elements x input channels / time), the sums over all 1x1 kernels and over the
 model's kernels. `--fifo`: profile under SCHED_FIFO as `families_vs_ort.py --fifo` (root).
+
+`--isolated B`: instead, each of ResNet-50's 1x1 conv shapes alone (bias + relu epilogue,
+NCHW[B]c, both blocks B), direct vs the default rule, warm caches, best of 7 timings.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from families_vs_ort import CACHE, _Fifo, _session  # noqa: E402
 
+RESNET50_1X1 = [(64, 256, 56, 1), (256, 64, 56, 1), (256, 128, 56, 1), (128, 512, 28, 1),
+                (512, 128, 28, 1), (512, 256, 28, 1), (256, 1024, 14, 1), (1024, 256, 14, 1),
+                (1024, 512, 14, 1), (512, 2048, 7, 1), (2048, 512, 7, 1), (256, 512, 56, 2),
+                (512, 1024, 28, 2), (1024, 2048, 14, 2)]
 FORMS = ("direct", "gemm")  # the second: `--after` (gemm: every 1x1 conv; auto: the rule)
 
 
@@ -47,6 +54,50 @@ def pointwise_kernels(cm) -> dict[int, tuple[str, float]]:
     return out
 
 
+def isolated(bn: int, fifo: bool) -> None:
+    """ResNet-50's 1x1 shapes one at a time in NCHW[bn]c: direct vs `-conv1x1=auto`."""
+    import time
+
+    import tensorforge
+    from tensorforge import te
+    from tensorforge.ops.nn_nchwc import conv2d_nchwc
+    from tensorforge.target import Target
+    from tensorforge_llvm.strategies import schedule_conv2d_nchwc
+
+    rng = np.random.default_rng(0)
+    print(f"| 1x1 conv, NCHW{bn}c (C->O, input HxW, stride) | direct GFLOP/s | auto GFLOP/s |")
+    print("|---|---|---|")
+    for c, o, h, s in RESNET50_1X1:
+        d = te.placeholder((1, c // bn, h, h, bn), name="d")
+        k = te.placeholder((o // bn, c // bn, 1, 1, bn, bn), name="k")
+        b = te.placeholder((o,), name="b")
+        y = conv2d_nchwc(d, k, s, 0)
+        z = te.compute(y.shape, lambda n, q, i, j, r, y=y, b=b: te.max_expr(
+            y[n, q, i, j, r] + b[q * bn + r], te.const(0.0, "float32")), name="relu",
+            tag="elemwise")
+        args = [rng.standard_normal([int(e.value) for e in t.shape]).astype("float32")
+                for t in (d, k, b, z)]
+        flops = 2.0 * c * o * int(z.shape[2].value) * int(z.shape[3].value)
+        rates, outs = [], []
+        for policy in ("direct", "auto"):
+            target = Target.coerce(f"llvm -num-threads=1 -conv1x1={policy}")
+            f = tensorforge.build(schedule_conv2d_nchwc([z], target), [d, k, b, z],
+                                  target=target)
+            f(*args)
+            outs.append(args[3].copy())
+            reps = max(3, int(3e8 / flops))
+            best = float("inf")
+            with _Fifo(fifo):
+                for _ in range(7):
+                    t0 = time.perf_counter()
+                    for _ in range(reps):
+                        f(*args)
+                    best = min(best, (time.perf_counter() - t0) / reps)
+            rates.append(flops / best / 1e9)
+        np.testing.assert_allclose(outs[1], outs[0], rtol=1e-4, atol=1e-4)
+        print(f"| {c}->{o} {h}x{h} s{s} | {rates[0]:.0f} | {rates[1]:.0f} |")
+
+
 def main() -> None:
     import tensorforge
 
@@ -55,7 +106,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--fifo", action="store_true")
     ap.add_argument("--after", default="gemm", choices=("gemm", "auto"))
+    ap.add_argument("--isolated", type=int, default=0, help="block size; see the docstring")
     args = ap.parse_args()
+    if args.isolated:
+        return isolated(args.isolated, args.fifo)
     path = CACHE / f"{args.model}.onnx"
     sess = _session(path, 1)
     inp = sess.get_inputs()[0]
