@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tensorforge
 from tensorforge import te
@@ -138,3 +140,33 @@ def test_target_option_sets_the_default_form(llvm_target, policy: str, form: str
     cfg = FallbackConfig(target)
     schedule_conv2d_nchwc([z], target, cfg)
     assert cfg["form"].val == form
+
+
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_shapes_and_gemm_configs_match_numpy(llvm_target, data) -> None:
+    """Random pointwise convs (blocks 4/8/16, odd sizes, stride 1-2) under a random GEMM-form
+    config of the tuning space (guarded pixel tiles included) against numpy."""
+    from tensorforge.target import Target
+
+    target = Target.coerce("llvm -num-threads=1 -conv1x1=gemm")
+    bn = data.draw(st.sampled_from([4, 8, 16]))
+    c, o = bn * data.draw(st.integers(1, 3)), bn * data.draw(st.integers(1, 5))
+    hw = (data.draw(st.integers(1, 9)), data.draw(st.integers(1, 21)))
+    stride = data.draw(st.integers(1, 2))
+    d, k, b, _, z = _te_conv(c, o, hw, stride, bn)
+    sp = ConfigSpace()
+    schedule_conv2d_nchwc([z], target, sp)
+    gemm = [i for i in range(len(sp)) if sp.get(i).values()["form"] == "gemm"]
+    cfg = sp.get(data.draw(st.sampled_from(gemm)))
+    f = tensorforge.build(schedule_conv2d_nchwc([z], target, cfg), [d, k, b, z], target=target)
+    rng = np.random.default_rng(0)
+    dv = rng.standard_normal((1, c // bn, *hw, bn)).astype("float32")
+    kv = rng.standard_normal((o // bn, c // bn, 1, 1, bn, bn)).astype("float32")
+    bv = rng.standard_normal(o).astype("float32")
+    want = np.einsum("nchwi,Ocio->nOhwo", dv[:, :, ::stride, ::stride], kv[:, :, 0, 0])
+    want = np.maximum(want + bv.reshape(1, o // bn, 1, 1, bn), 0)
+    got = np.zeros(want.shape, "float32")
+    f(dv, kv, bv, got)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(cfg.values()))
