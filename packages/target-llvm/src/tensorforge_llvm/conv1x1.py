@@ -1,27 +1,28 @@
-"""1x1 convolutions in NCHW[x]c as packed GEMMs (issue 15).
+"""1x1 convolutions in NCHW[x]c as GEMMs (issue 15).
 
 A 1x1 convolution of stride s is a matrix product: the output pixels (rows, read from the
 input at stride s) x the input channels -> the output channels. The direct NCHW[x]c schedule
-(`strategies.schedule_conv2d_nchwc`) holds a tile of `tile_ow` pixels x ONE output-channel
-vector: every FMA reads a broadcast input value from memory (16 pixels, 16 broadcasts + 1
-weight vector per 16 FMAs), so the load ports, not the FMA units, set its pace (~100-120
-GFLOP/s on this AVX-512 Xeon). The GEMM form keeps a `tile_ow x tile_oc` tile of
-accumulators, `tile_oc` output-channel vectors wide: each input value is broadcast once and
-feeds `tile_oc` FMAs, each weight vector feeds `tile_ow` FMAs, as in MLAS's pointwise kernel
-(6 pixels x 4 filter blocks).
+(`strategies.schedule_conv2d_nchwc`) holds a tile of `tile_ow` pixels x ONE output block:
+with 16-channel blocks (one vector) every FMA reads its own broadcast input value (16
+broadcasts + 1 weight vector per 16 FMAs), so the load ports, not the FMA units, set its
+pace (~100-125 GFLOP/s on this AVX-512 Xeon). The GEMM form keeps `gemm_tile_ow` pixels x
+`tile_oc` output blocks of accumulators: each input value is broadcast once and feeds
+`tile_oc x vectors` FMAs, each weight vector feeds `gemm_tile_ow` FMAs, as in MLAS's
+pointwise kernel (6 pixels x 4 filter blocks); 14 x 2 blocks of 16 measured 140-180.
 
 The weights are the layout pass's OIHW[x]i[y]o packing, folded at compile time: for one
 output block the (input channel, output lane) panel is one contiguous stream, so the
 micro-kernel streams `tile_oc` panels in step. The input is read in its blocked layout (a
-pixel's `x` channels are one cache line with x = 16), strided for stride 2. The epilogue
-(bias, BN, relu/clip/silu, residual add) is inlined into the output stage, which reads the
-finished tile from registers, as in the direct form.
+pixel's 16 channels are one cache line), strided for stride 2. The epilogue (bias, BN,
+relu/clip/silu, residual add) is inlined into the output stage, which reads the finished
+tile from registers, as in the direct form.
 
 The default form: the `-conv1x1=` target option (`auto`: `prefer_gemm`, `direct`, `gemm`).
-Knobs (tunable by `tforge tune`, the `form` knob of `conv2d_nchwc/direct`): `tile_ow` (pixels
-per tile), `tile_oc` (output blocks per tile), `oc_outer` (loop order: the output blocks
-outside the pixels, so a weight panel stays in L2 while the pixels stream past it; or inside,
-so the input tile stays in L1 while the weight panels stream).
+Knobs (tunable by `tforge tune`, beside `form` among those of `conv2d_nchwc/direct`):
+`gemm_tile_ow` (pixels per tile), `tile_oc` (output blocks per tile), `oc_outer` (loop
+order: the output blocks outside the pixels, so a weight panel stays in L2 while the pixels
+stream past it; or inside, so the input tile stays in L1 while the weight panels stream),
+`gemm_unroll_ic` (the input block's channels unrolled).
 """
 
 from __future__ import annotations
@@ -119,8 +120,9 @@ def _prod_shape(shape: Any) -> int:
 
 
 def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
-    """Declare `form` (direct or gemm), `gemm_tile_ow`, `tile_oc`, `oc_outer` on `cfg` for a
-    pointwise conv group (every config of the space has them, whatever its form)."""
+    """Declare `form` (direct or gemm), `gemm_tile_ow`, `tile_oc`, `oc_outer` and
+    `gemm_unroll_ic` on `cfg` for a pointwise conv group (every config of the space has them,
+    whatever its form)."""
     from .strategies import _ext, _lanes, _tile_candidates, register_file
 
     lanes = _lanes(target)
@@ -140,6 +142,9 @@ def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
                                  if oc_chunks % d == 0], default=(-1, to))
     cfg.define_knob("oc_outer", [False, True], default=oc_outer_default(
         conv, ow, tw, to, oc_chunks))
+    # the input block's channels unrolled: 7x7 layers 116-121 -> 134 GFLOP/s once, others
+    # +-10% (one run): a tuning choice, off by default
+    cfg.define_knob("gemm_unroll_ic", [False, True], default=False)
 
 
 def schedule_conv1x1_gemm(s: Any, out: Any, conv: Any, cfg: Any, target: Any) -> Any:
@@ -172,4 +177,6 @@ def schedule_conv1x1_gemm(s: Any, out: Any, conv: Any, cfg: Any, target: Any) ->
     local.vectorize(lb)
     local.unroll(lo)
     local.unroll(lw)
+    if cfg["gemm_unroll_ic"].val:
+        local.unroll(ici)
     return s

@@ -11,7 +11,7 @@ template               knobs                                                    
 conv2d_nchwc direct    tile_ow (pixels per register tile), reduce_order,            shape
                        unroll_kw, block (ic_bn/oc_bn, fixed by the layout pass);
                        1x1 convs also form (direct/gemm), gemm_tile_ow, tile_oc,   rule
-                       oc_outer (the GEMM form, conv1x1.py)
+                       oc_outer, gemm_unroll_ic (the GEMM form, conv1x1.py)
 depthwise NCHWc        tile_ow, unroll_taps                                         shape
 dense_packed           tile_m (rows), tile_panels (panels per tile), tile_k,      shape
                        block (fixed by the layout pass)
@@ -40,7 +40,7 @@ __all__ = ["KNOBS", "register_file", "schedule_conv2d_nchwc", "schedule_dense_pa
 KNOBS = {
     "conv2d_nchwc/direct": ("tile_ow", "reduce_order", "unroll_kw", "block",
                             # 1x1 convs only (conv1x1.py): the GEMM form and its tile
-                            "form", "gemm_tile_ow", "tile_oc", "oc_outer"),
+                            "form", "gemm_tile_ow", "tile_oc", "oc_outer", "gemm_unroll_ic"),
     "depthwise_conv2d_nchwc/direct": ("tile_ow", "unroll_taps"),
     "dense_packed/packed": ("tile_m", "tile_k", "tile_panels", "block"),
     "conv2d_winograd_nchwc/winograd": ("tile_p", "m"),
