@@ -176,7 +176,8 @@ def plan(model: Any, target: Any = None, input_shapes: dict[str, Any] | None = N
 def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | None = None,
             opt_level: int = 3, tuning_db: Any = None, progress: Any = None,
             host: Any = None, model_format: str | None = None,
-            shared_params: dict[Any, np.ndarray] | None = None) -> Any:
+            shared_params: dict[Any, np.ndarray] | None = None,
+            dynamic: str = "symbolic") -> Any:
     """Compile `model` (a path: a file or a SavedModel directory; an ONNX ModelProto; a Keras
     model; a Graph) for `target`; returns a CompiledModel (`run`, `benchmark`, `export`).
     `model_format` names the frontend when the suffix does not (`"tensorflow"`). opt_level 0
@@ -190,14 +191,28 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     N kernels, code generation.
 
     A dimension of `input_shapes` given as a bounded name (``{"input_ids": (1, "seq<=512")}``)
-    makes it dynamic: the result is a `DynamicModel` (`compiler.dynamic`) that runs any size
-    within the bounds. `shared_params`: a dict kept across compiles (a `DynamicModel`'s
+    makes it dynamic: with `dynamic="symbolic"` (the default) the model is compiled once, its
+    kernels taking the size as an argument (`compiler.symbolic`; a `SymbolicModel`), falling
+    back with a warning to `dynamic="specialize"`: a `DynamicModel` (`compiler.dynamic`) of
+    static compiles per size, when the model's plans differ between sizes. `shared_params`: a dict kept across compiles (a `DynamicModel`'s
     specializations): a constant equal (dtype, shape, bytes) to one in it is that array, not
     a copy."""
     from .dynamic import DynamicModel, split_input_shapes
 
     template, dims = split_input_shapes(input_shapes)
     if dims:
+        if dynamic not in ("symbolic", "specialize"):
+            raise TensorforgeError(f"dynamic={dynamic!r}: use 'symbolic' (one compile) or "
+                                   "'specialize' (a static compile per size)")
+        if dynamic == "symbolic":
+            from .symbolic import NotSymbolic, compile_symbolic, warn_fallback
+
+            try:
+                return compile_symbolic(model, target, template, dims, opt_level=opt_level,
+                                        progress=progress, model_format=model_format,
+                                        host=host, tuning_db=tuning_db)
+            except NotSymbolic as exc:
+                warn_fallback(exc)
         return DynamicModel(model, target, template, dims, opt_level=opt_level,
                             tuning_db=tuning_db, progress=progress, host=host,
                             model_format=model_format)

@@ -15,15 +15,20 @@ from ..graph.registry import get_op
 from ..naming import c_identifier
 
 
-def build_group_te(group: FusedGroup) -> tuple[list[Any], list[Any]]:
-    """(input placeholders, output tensors) of `group`, in its inputs/outputs order."""
+def build_group_te(group: FusedGroup, shape_of: Any = None, attrs_of: Any = None
+                   ) -> tuple[list[Any], list[Any]]:
+    """(input placeholders, output tensors) of `group`, in its inputs/outputs order.
+    `shape_of(value)` / `attrs_of(node)` override the static shapes and attributes (a
+    symbolic compile gives te expressions of size variables; `compiler.symbolic`)."""
     from .. import te
 
+    shape_of = shape_of or (lambda v: v.shape)
+    attrs_of = attrs_of or (lambda n: n.attrs)
     used: set[str] = set()
     env: dict[int, Any] = {}
     placeholders = []
     for v in group.inputs:
-        p = te.placeholder(v.shape, storage_dtype(v.dtype), name=c_identifier(v.name, used))
+        p = te.placeholder(shape_of(v), storage_dtype(v.dtype), name=c_identifier(v.name, used))
         env[id(v)] = p
         placeholders.append(p)
     for pos, n in enumerate(group.nodes):
@@ -34,7 +39,7 @@ def build_group_te(group: FusedGroup) -> tuple[list[Any], list[Any]]:
                 "be compiled yet; it runs only in the reference interpreter")
         ins = [env[id(v)] for v in n.inputs]
         with te.check_scope(pos):  # data checks in the compute name this node on failure
-            outs = opdef.compute(ins, n.attrs, [(o.shape, storage_dtype(o.dtype))
+            outs = opdef.compute(ins, attrs_of(n), [(shape_of(o), storage_dtype(o.dtype))
                                                 for o in n.outputs])
         if len(outs) != len(n.outputs):
             raise TensorforgeError(f"op {n.op!r}: compute returned {len(outs)} tensors for "
@@ -47,7 +52,7 @@ def build_group_te(group: FusedGroup) -> tuple[list[Any], list[Any]]:
         t = env[id(v)]
         if any(t is p for p in placeholders) or id(t) in seen:  # pass-through: copy it
             src = t
-            t = te.compute(v.shape, lambda *i, src=src: src[i], name=c_identifier(v.name, used),
+            t = te.compute(shape_of(v), lambda *i, src=src: src[i], name=c_identifier(v.name, used),
                            tag="elemwise")
         seen.add(id(t))
         outputs.append(t)
@@ -85,25 +90,39 @@ def generic_schedule(target: Any) -> Any:
 
 
 def lower_group(group: FusedGroup, target: Any, strategies: dict[str, list[Any]] | None = None,
-                tuning: Any = None) -> tuple[Any, str]:
+                tuning: Any = None, te_args: dict[str, Any] | None = None) -> tuple[Any, str]:
     """(lowered PrimFunc named after the group, schedule used). If a tuned config fails to
     apply or lower, the strategy's default is used; if that fails, the all-at-root schedule
     (correct, slow; on a GPU the generic GPU schedule, since an unbound kernel cannot run);
-    each with a warning."""
+    each with a warning. `te_args` (a symbolic compile): `shape_of`, `attrs_of` for
+    `build_group_te` and `scalars`, the size variables passed after the buffers; when the
+    strategy fails on a symbolic extent the generic schedule is tried before the default."""
     from .. import te
     from ..driver import lower
 
+    te_args = dict(te_args or {})
+    scalars = te_args.pop("scalars", [])
     for tuned in ((tuning, None) if tuning is not None else (None,)):
-        placeholders, outs = build_group_te(group)
+        placeholders, outs = build_group_te(group, **te_args)
         try:
             s, how = schedule_group(group, outs, target, strategies, tuned)
-            return lower(s, placeholders + outs, name=group.name, target=target), how
+            return lower(s, placeholders + outs + scalars, name=group.name, target=target), how
         except Exception as exc:  # a schedule bug must not make the model uncompilable
             then = "the untuned schedule" if tuned is not None else "the default schedule"
             warnings.warn(f"{group.name}: schedule failed ({type(exc).__name__}: {exc}); "
                           f"using {then}", stacklevel=2)
-    placeholders, outs = build_group_te(group)
+    placeholders, outs = build_group_te(group, **te_args)
     from ..tir.transform.pipeline import is_gpu
+
+    if scalars:  # symbolic extents: the generic CPU schedule takes them
+        try:
+            s = generic_schedule(target)(outs, target)
+            return lower(s, placeholders + outs + scalars, name=group.name,
+                         target=target), "generic"
+        except Exception as exc:
+            warnings.warn(f"{group.name}: generic schedule failed ({type(exc).__name__}: "
+                          f"{exc}); using the default schedule", stacklevel=2)
+            placeholders, outs = build_group_te(group, **te_args)
 
     if is_gpu(target):
         from ..ops.schedule_gpu import schedule_gpu_generic
@@ -111,7 +130,7 @@ def lower_group(group: FusedGroup, target: Any, strategies: dict[str, list[Any]]
         s = schedule_gpu_generic(outs, target)
         return lower(s, placeholders + outs, name=group.name, target=target), "generic"
     s = te.create_schedule([o.op for o in outs])
-    return lower(s, placeholders + outs, name=group.name, target=target), "default"
+    return lower(s, placeholders + outs + scalars, name=group.name, target=target), "default"
 
 
 def group_args(group: FusedGroup) -> list[Value]:

@@ -91,6 +91,13 @@ def _ensure_loaded() -> None:
         from . import ops  # noqa: F401  (registers the built-in ops)
 
 
+def dim_of(s: Any) -> Any:
+    """A TE shape entry as an int when static, else the expression itself (a symbolic size of
+    `compiler.symbolic`): computes that only do arithmetic on a dim take either."""
+    value = getattr(s, "value", None)
+    return int(value) if value is not None else s
+
+
 def require(ok: bool, message: str) -> None:
     """Type inference's check of its inputs: a TensorforgeError with `message` unless `ok`."""
     if not ok:

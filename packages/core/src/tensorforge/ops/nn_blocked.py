@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import te
-from ..expr import const
+from ..expr import IntImm, const
 from ..runtime.transforms import parse_layout  # numpy only: shared with `load`
 from ..te import Tensor
 from .nn import _int, conv_geometry, pad, pool_geometry
@@ -87,7 +87,8 @@ def dense_packed(data: Tensor, weight: Tensor, name: str = "dense_packed",
     """data (M, K), weight packed (N/y, K, y) -> (M, N); `units` < N: the last panel is
     zero-padded and only the first `units` columns are computed (a classifier of 10);
     `out_dtype`: products and sum in that type (int8 x int8 -> int32)."""
-    m, k = (_int(s) for s in data.shape)
+    m, k = data.shape[0], _int(data.shape[1])  # m may be a symbolic size
+    m = m.value if isinstance(m, IntImm) else m
     no, k2, nb = (_int(s) for s in weight.shape)
     if k != k2:
         raise ValueError(f"dense_packed: inner dimensions {k} and {k2} differ")

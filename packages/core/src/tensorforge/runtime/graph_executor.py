@@ -119,7 +119,9 @@ def _bind(fn: Any, args: list[np.ndarray], k: Mapping[str, Any]
     checks = getattr(fn, "_checks", None)
     if cfunc is None or checks is None:
         return fn, args, None, ()
-    if len(checks) != len(args) or any(c.param.kind != "buffer" for c in checks):
+    n_buf = sum(isinstance(a, np.ndarray) for a in args)  # then the sizes (symbolic models)
+    if len(checks) != len(args) or any(c.param.kind != ("buffer" if i < n_buf else "scalar")
+                                       for i, c in enumerate(checks)):
         raise PackageError(
             f"{_where(k)}: the model description passes {len(args)} buffers to kernel "
             f"{fn.signature}; the description does not match the compiled kernel (a corrupt "
@@ -282,7 +284,8 @@ class GraphExecutor:
             if i in self._skip:
                 calls.append((_skipped, [], None, ()))
             else:
-                calls.append(_bind(fn, [arrays[a] for a in k["args"]], k))
+                calls.append(_bind(fn, [arrays[a] for a in k["args"]]
+                                   + list(k.get("scalars", ())), k))
         arena = Arena(arrays, pools, calls, workspace=workspace)
         if self._entry is not None:
             arena.entry_args = entry_args(self.aot_plan, arrays, self.params, workspace)

@@ -418,6 +418,11 @@ def load(path: Any, sha256: str | None = None, max_concurrency: int | None = Non
         names = [e.get("name", str(i)) for i, e in enumerate(entries)]
         module = None if not loaded else loaded[0] if len(loaded) == 1 else \
             ModuleSet(dict(zip(names, loaded)))
+        if "symbolic" in graph:  # compiled once for sizes within bounds
+            from .symbolic import SymbolicModel
+
+            return SymbolicModel(module, graph, params, max_concurrency=max_concurrency,
+                                 on_close=[m.close for m in loaded])
         return CompiledModel(module, graph, params, max_concurrency=max_concurrency,
                              on_close=[m.close for m in loaded])
     except Exception:

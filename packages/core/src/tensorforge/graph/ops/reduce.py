@@ -12,7 +12,7 @@ import numpy as np
 from ... import ops, te
 from ...expr import const
 from ...ops.arith import float_to_int_np
-from ..registry import OpPattern, TypeList, register_op
+from ..registry import OpPattern, TypeList, dim_of, register_op
 
 
 def _axes(ndim: int, axes: Any) -> tuple[int, ...]:
@@ -110,7 +110,8 @@ def _ln_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
     bias = ins[2] if len(ins) > 2 else None
     nd = len(x.shape)
     axis = at.get("axis", -1) % nd
-    dims = [int(s.value) for s in x.shape]
+    # the normalized (inner) dims are static; outer ones may be symbolic (compiler.symbolic)
+    dims = [dim_of(s) for s in x.shape]
     count = int(np.prod(dims[axis:]))
     outer = dims[:axis]
     r1 = [te.reduce_axis((0, dims[d]), name=f"r{d}") for d in range(axis, nd)]
@@ -140,7 +141,8 @@ def _ln_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
 
 def _tail(t: Any, i: tuple, n: int) -> tuple:
     idx = i[len(i) - n:]
-    return tuple(const(0) if int(t.shape[d].value) == 1 else idx[d] for d in range(n))
+    return tuple(const(0) if getattr(t.shape[d], "value", None) == 1 else idx[d]
+                 for d in range(n))
 
 
 register_op("layer_norm", OpPattern.OPAQUE, lambda types, at: [types[0]], _ln_ref, _ln_compute,

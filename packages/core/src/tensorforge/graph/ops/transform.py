@@ -9,7 +9,7 @@ import numpy as np
 from ... import te
 from ...expr import IntImm
 from ...ops import transpose as te_transpose
-from ..registry import OpPattern, TypeList, register_op, require
+from ..registry import OpPattern, TypeList, dim_of, register_op, require
 
 
 def _size(shape: Any) -> int:
@@ -37,7 +37,7 @@ def _transpose_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
 def _reshape_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
     (x,) = ins[:1]
     shape = out[0][0]
-    in_shape = [int(s.value) for s in x.shape]
+    in_shape = [dim_of(s) for s in x.shape]
 
     def f(*i):  # type: ignore[no-untyped-def]
         flat = 0
