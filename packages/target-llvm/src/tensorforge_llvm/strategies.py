@@ -239,6 +239,10 @@ def schedule_depthwise_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
     return s
 
 
+#: the row count dense tiles are chosen for when the rows are a symbolic size
+SYMBOLIC_ROWS = 128
+
+
 def schedule_dense_packed(outs: list[Tensor] | Tensor, target: Any = None,
                           cfg: Any = None) -> Any:
     """Dense with weights packed NK[y]n at compile time: a `tile_m x y` accumulator tile over
@@ -260,7 +264,10 @@ def schedule_dense_packed(outs: list[Tensor] | Tensor, target: Any = None,
     weight = mm.op.input_tensors[1]
     bn = int(weight.shape[2].value)
     lanes = _lanes(target)
-    m_ext, k_ext = _ext(out.op.axis[0]), _ext(mm.op.reduce_axis[0])
+    # rows may be a symbolic size (compiler.symbolic): tiles are chosen for SYMBOLIC_ROWS and
+    # the last row tile is guarded (loop partition peels it)
+    m_sym = not hasattr(out.op.axis[0].dom.extent, "value")
+    m_ext, k_ext = SYMBOLIC_ROWS if m_sym else _ext(out.op.axis[0]), _ext(mm.op.reduce_axis[0])
     vecs = max(1, bn // lanes)
     # the weight's panels (the last zero-padded when N % bn; a wide one padded to a panel
     # count that tiles, `layout_nchwc.RAGGED_PANEL_ROUND`): a tile of panels never reads
@@ -296,7 +303,7 @@ def schedule_dense_packed(outs: list[Tensor] | Tensor, target: Any = None,
     noo, noi = cfg["tile_panels"].apply(s, out, no)
     out.reorder(noo, mo, mi, noi, ni)
     out.vectorize(ni)
-    if m_ext % cfg["tile_m"].size[1] or _ext(out.op.axis[1]) % bn:
+    if m_sym or m_ext % cfg["tile_m"].size[1] or _ext(out.op.axis[1]) % bn:
         # a guarded last row tile or a zero-padded last panel: the row tiles stay a loop of
         # their own, so loop partition peels the tail and the main tiles run without a test
         # (fused with the panels, the guard would sit in every tile: GPT-2's LM head, 50257
