@@ -187,13 +187,43 @@ def export(e: Export, out: Path, seed: int = 0) -> list[Path]:
     return written
 
 
+#: the tiny exports also written with a dynamic sequence axis (`--dynamic`): TorchScript
+#: exporter, `dynamic_axes` naming the sequence dim "seq" of every input and the output
+DYNAMIC_DIR = TINY_DIR.parent / "transformers_dynamic"
+#: (not transformer_encoder_tiny: the TorchScript trace of nn.MultiheadAttention bakes the
+#: sequence length into a Reshape, so that export is not dynamic, for ONNX Runtime either)
+DYNAMIC_AXES = {"gpt2_lm_tiny": {"input_ids": {1: "seq"}, "output": {1: "seq"}}}
+
+
+def export_dynamic(e: Export, out: Path, seed: int = 0) -> Path:
+    """`<name>.dynseq.onnx`: `e` exported with its sequence axis dynamic (DYNAMIC_AXES)."""
+    import torch
+
+    torch.manual_seed(seed)
+    model, inputs = e.build()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{e.name}.dynseq.onnx"
+    torch.onnx.export(model, tuple(inputs.values()), str(path), input_names=list(inputs),
+                      output_names=["output"], opset_version=OPSET, dynamo=False,
+                      dynamic_axes=DYNAMIC_AXES[e.name], external_data=False)
+    print(f"{path}  {path.stat().st_size / 2**20:.2f} MB")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tiny", action="store_true", help="the small test models")
     p.add_argument("--out", type=Path, help="output directory")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dynamic", action="store_true",
+                   help=f"the tiny exports with a dynamic sequence axis, to {DYNAMIC_DIR}")
     p.add_argument("--only", help="comma-separated model names (default: all of the set)")
     args = p.parse_args(argv)
+    if args.dynamic:
+        for e in TINY:
+            if e.name in DYNAMIC_AXES and (not args.only or e.name in args.only.split(",")):
+                export_dynamic(e, args.out or DYNAMIC_DIR, args.seed)
+        return 0
     todo = TINY if args.tiny else FULL
     if args.only:
         todo = [e for e in todo if e.name in args.only.split(",")]

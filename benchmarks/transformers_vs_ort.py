@@ -24,7 +24,8 @@ before/after.
 `--dynamic 32,128,512`: BERT compiled once with a bounded dynamic sequence
 (``input_shapes={...: (1, "seq<=512")}``, the zoo's `dynamic=1` model) against a static
 compile at each length, interleaved the same way; the first call at a new length compiles
-that length (`compiler.dynamic`), and its time is reported apart."""
+that length only with `--dynamic-mode specialize` (`compiler.dynamic`; the default,
+`symbolic`, compiles once: `compiler.symbolic`), and its time is reported apart."""
 
 from __future__ import annotations
 
@@ -119,7 +120,7 @@ def measure(name: str, path: Path, x: dict, threads: int, rounds: int,
 
 
 def measure_dynamic(lengths: list[int], threads: int, rounds: int, layers: int | None,
-                    fifo: bool = False) -> list[dict]:
+                    fifo: bool = False, mode: str = "symbolic") -> list[dict]:
     """Dynamic (one compile, bound 512) vs static BERT at each length (module docstring)."""
     import tensorforge
     from tensorforge_onnx import models
@@ -134,7 +135,9 @@ def measure_dynamic(lengths: list[int], threads: int, rounds: int, layers: int |
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         dyn = tensorforge.compile(str(dyn_path), target, input_shapes={
-            k: (1, "seq<=512") for k in ("input_ids", "token_type_ids", "attention_mask")})
+            k: (1, "seq<=512") for k in ("input_ids", "token_type_ids", "attention_mask")},
+            dynamic=mode)
+    print(f"dynamic model: {dyn!r}, compiled in {time.perf_counter() - t0:.1f} s", flush=True)
     dyn_compile_s = time.perf_counter() - t0
     rows = []
     for seq in lengths:
@@ -156,7 +159,7 @@ def measure_dynamic(lengths: list[int], threads: int, rounds: int, layers: int |
         ratios: list[float] = []
         with _Fifo(fifo):
             _rounds(dyn, _AsSession(static), x, rounds, a, b, ratios)
-        rows.append({"seq": seq, "threads": threads, "dynamic_ms": statistics.median(a) * 1e3,
+        rows.append({"seq": seq, "threads": threads, "mode": mode, "dynamic_ms": statistics.median(a) * 1e3,
                      "static_ms": statistics.median(b) * 1e3, "ratio": statistics.median(ratios),
                      "max_rel_err": err, "dynamic_compile_s": dyn_compile_s,
                      "first_call_s": first_call_s,
@@ -214,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-kernels", action="store_true", help="skip the per-kernel sums")
     ap.add_argument("--dynamic", default="",
                     help="BERT lengths for the dynamic-vs-static comparison, e.g. 32,128,512")
+    ap.add_argument("--dynamic-mode", default="symbolic", choices=("symbolic", "specialize"),
+                    help="compile(dynamic=...): one symbolic compile, or one per length")
     ap.add_argument("--json", default="")
     ap.add_argument("--md", default="")
     args = ap.parse_args(argv)
@@ -221,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for th in (int(t) for t in args.threads.split(",")):
             rows += measure_dynamic([int(n) for n in args.dynamic.split(",")], th,
-                                    args.rounds, args.layers or None, args.fifo)
+                                    args.rounds, args.layers or None, args.fifo,
+                                    args.dynamic_mode)
         md = markdown_dynamic(rows)
         print(md)
         if args.md:

@@ -1,5 +1,6 @@
-"""Bounded dynamic sizes (`compiler.dynamic`): a BERT-like encoder whose ONNX inputs have a
-symbolic sequence dimension, compiled with ``input_shapes={...: (1, "seq<=24")}``, runs any
+"""Bounded dynamic sizes as static specializations (`compiler.dynamic`,
+``dynamic="specialize"``; the one-compile form: tests/test_symbolic_shapes.py): a BERT-like
+encoder whose ONNX inputs have a symbolic sequence dimension, compiled with ``input_shapes={...: (1, "seq<=24")}``, runs any
 length within the bounds and matches ONNX Runtime (rtol 1e-4, atol 1e-5 x max |output|) on
 the same dynamic model; sizes outside the bounds and inconsistent inputs are clear errors."""
 
@@ -56,7 +57,8 @@ def test_one_model_runs_every_length_within_bounds(dynamic_bert, llvm_target, pl
     so.intra_op_num_threads = 1
     sess = ort.InferenceSession(str(dynamic_bert), so, providers=["CPUExecutionProvider"])
     model = tensorforge.compile(str(dynamic_bert), llvm_target,
-                                input_shapes={k: (1, "seq<=24") for k in NAMES})
+                                input_shapes={k: (1, "seq<=24") for k in NAMES},
+                                dynamic="specialize")
     assert isinstance(model, DynamicModel)
     assert model.compiled_sizes == [{"seq": 24}]  # the bounds, at compile
     for seq in (24, 5, 17):
