@@ -34,10 +34,54 @@ def _transpose_infer(types: TypeList, at: dict[str, Any]) -> TypeList:
     return [(tuple(shape[p] for p in perm), types[0][1])]
 
 
+def _same_dim(a: Any, b: Any) -> bool:
+    if isinstance(a, int) or isinstance(b, int):
+        return isinstance(a, int) and isinstance(b, int) and a == b
+    from ...expr.structural import structural_equal
+
+    return structural_equal(a, b)
+
+
+def _symbolic_reshape(x: Any, in_shape: list[Any], shape: list[Any]) -> Any:
+    """The reshape's source index without division by a symbolic size: unit dims dropped,
+    equal leading and trailing dims of both shapes mapped one to one, and only the middle
+    (static) dims through the flat index. `(1, seq, 768) -> (seq, 768)` reads x[0, i, j]."""
+    ins = [d for d, e in enumerate(in_shape) if not (isinstance(e, int) and e == 1)]
+    outs = [d for d, e in enumerate(shape) if not (isinstance(e, int) and e == 1)]
+    a = b = 0
+    while a < len(ins) and b < len(outs) and _same_dim(in_shape[ins[a]], shape[outs[b]]):
+        a, b = a + 1, b + 1
+    ea, eb = len(ins), len(outs)
+    while ea > a and eb > b and _same_dim(in_shape[ins[ea - 1]], shape[outs[eb - 1]]):
+        ea, eb = ea - 1, eb - 1
+
+    def f(*i):  # type: ignore[no-untyped-def]
+        src: list[Any] = [IntImm(0)] * len(in_shape)
+        for k in range(a):
+            src[ins[k]] = i[outs[k]]
+        for k in range(len(ins) - ea):
+            src[ins[ea + k]] = i[outs[eb + k]]
+        flat: Any = 0
+        for d in outs[b:eb]:
+            flat = flat * shape[d] + i[d] if not isinstance(flat, int) else i[d]
+        for n, d in enumerate(reversed(ins[a:ea])):
+            last = n == ea - a - 1
+            src[d] = flat if last else flat % in_shape[d]
+            if not last:
+                flat = flat // in_shape[d]
+        return x[tuple(src)] if src else x[()]
+
+    return f
+
+
 def _reshape_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
     (x,) = ins[:1]
     shape = out[0][0]
     in_shape = [dim_of(s) for s in x.shape]
+    if not all(isinstance(d, int) for d in list(in_shape) + [dim_of(d) for d in shape]):
+        shape = [dim_of(d) for d in shape]  # symbolic sizes (compiler.symbolic)
+        return [te.compute(shape, _symbolic_reshape(x, in_shape, shape), name="reshape",
+                           tag="injective")]
 
     def f(*i):  # type: ignore[no-untyped-def]
         flat = 0

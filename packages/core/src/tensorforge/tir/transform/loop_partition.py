@@ -102,6 +102,9 @@ class _Partition(ExprMutator):
         self.ana = Analyzer()
 
     def visit_For(self, s: For) -> Stmt:
+        if s.kind != "thread_binding" and isinstance(s.min, IntImm) and s.min.value == 0 \
+                and not isinstance(s.extent, IntImm):
+            return self._symbolic(s)
         if s.kind == "thread_binding" or not (
             isinstance(s.min, IntImm) and isinstance(s.extent, IntImm)
         ):
@@ -139,6 +142,68 @@ class _Partition(ExprMutator):
                 with self.ana.scoped_bind(v, (const(a), const(b - a))):
                     parts.append(super().generic_visit(part))
         return seq(*parts)
+
+
+    def _symbolic(self, s: For) -> Stmt:
+        """A loop over a symbolic extent (`compiler.symbolic`): for guards `c*v + rest < 0`
+        (c > 0) whose bound is symbolic, a main loop [0, M) with M the least of
+        `floordiv(-max(rest) - 1, c) + 1` over the guards (clamped to [0, extent]), where the
+        guards are dropped (they hold by construction: the analyzer cannot prove that
+        symbolically), and a tail [M, extent) that keeps them."""
+        v = s.loop_var
+        g = _Guards()
+        g.visit(s.body)
+        inner = {loop.loop_var: IntervalSet(loop.min, _c.sub(_c.add(loop.min, loop.extent), 1))
+                 for loop in g.loops}
+        proven: list[PrimExpr] = []
+        hi: PrimExpr | None = None
+        for cond in g.conds:
+            for c in _conjuncts(cond):
+                if not uses_var(c, lambda x: x is v):
+                    continue
+                e = _as_lt_zero(c)
+                lin = detect_linear_equation(e, [v], self.ana) if e is not None else None
+                if lin is None or not isinstance(lin[0], IntImm) or lin[0].value <= 0:
+                    continue
+                top = eval_interval(lin[1], inner).max_value
+                if top is None or uses_var(top, lambda x: x in inner):
+                    continue
+                bound = _c.add(_c.floordiv(_c.sub(_c.neg(top), 1), lin[0].value), 1)
+                hi = bound if hi is None else _c.min_(hi, bound)
+                proven.append(c)
+        if hi is None:
+            with self.ana.scoped_bind(v, (s.min, s.extent)):
+                return super().generic_visit(s)
+        main_ext = self.ana.simplify(_c.max_(_c.min_(hi, s.extent), 0))
+        body = _DropProven(proven).visit(s.body)
+        main = For(v, const(0), main_ext, s.kind, body, s.thread_tag, s.annotations)
+        tail = For(v, main_ext, self.ana.simplify(_c.sub(s.extent, main_ext)), s.kind, s.body,
+                   s.thread_tag, s.annotations)
+        return seq(super().generic_visit(main), super().generic_visit(tail))
+
+
+class _DropProven(ExprMutator):
+    """`if likely(a && b ...)` without the conjuncts in `proven` (structurally equal)."""
+
+    def __init__(self, proven: list[PrimExpr]):
+        from ...expr.structural import structural_equal
+
+        self.proven = proven
+        self.eq = structural_equal
+
+    def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
+        c = s.condition
+        then = self.visit(s.then_case)
+        other = self.visit(s.else_case) if s.else_case is not None else None
+        if not (isinstance(c, Call) and c.op == "likely"):
+            return IfThenElse(c, then, other)
+        keep = [x for x in _conjuncts(c.args[0]) if not any(self.eq(x, p) for p in self.proven)]
+        if not keep:
+            return then
+        cond = keep[0]
+        for x in keep[1:]:
+            cond = _c.logical_and(cond, x)
+        return IfThenElse(Call(c.dtype, "likely", (cond,)), then, other)
 
 
 def loop_partition(func: PrimFunc) -> PrimFunc:
