@@ -79,8 +79,10 @@ def test_bert_compiled_once_runs_every_length(dynamic_bert, llvm_target, plugins
     assert sym["kernel_sizes"] and all(n == ["seq"] for n in sym["kernel_sizes"].values())
     # the memory plan is the one at the bound: storages hold BOUND rows
     assert model.input_specs[0]["shape"] == (1, "seq")
-    # the dense layers keep their strategy over the symbolic row count
+    # the dense layers and the fused attention keep their strategies over the symbolic length
     assert any("dense_packed" in k["schedule"] for k in model.desc["kernels"])
+    assert [k["schedule"] for k in model.desc["kernels"] if k["master"] == "attention"] == \
+        ["strategy attention/blocked"] * SMALL["layers"]
     _no_recompile(monkeypatch)
     for seq in LENGTHS + (5,):
         x = _bert_inputs(seq)
@@ -119,6 +121,7 @@ def test_torch_export_compiled_once(llvm_target, plugins, monkeypatch) -> None:
     sess = _session(GPT2)
     model = tensorforge.compile(str(GPT2), llvm_target, input_shapes={"input_ids": (1, "seq<=64")})
     assert isinstance(model, SymbolicModel)
+    assert sum(k["master"] == "attention" for k in model.desc["kernels"]) == 2  # fused
     _no_recompile(monkeypatch)
     rng = np.random.default_rng(0)
     for seq in (1, 7, 32, 64):

@@ -21,7 +21,7 @@ from typing import Any
 
 from tensorforge.te.tensor import ComputeOp, Tensor
 
-from .strategies import _cfg, _ext, _lanes, _parallel
+from .strategies import SYMBOLIC_ROWS, _cfg, _ext, _lanes, _parallel
 
 __all__ = ["default_tile_q", "schedule_attention"]
 
@@ -79,7 +79,13 @@ def schedule_attention(outs: list[Tensor] | Tensor, target: Any = None, cfg: Any
     gmax, total = _stage(s, "attention_max"), _stage(s, "attention_sum")
     acc = _stage(s, "attention_acc")
     lanes = _lanes(target)
-    B, H, Sq, nb, Bk = (_ext(a) for a in scores.op.axis)
+    # a symbolic query or key count (compiler.symbolic): the query tile is chosen for
+    # SYMBOLIC_ROWS queries; the blocks are a loop over a symbolic count
+    B, H, Bk = _ext(scores.op.axis[0]), _ext(scores.op.axis[1]), _ext(scores.op.axis[4])
+    Sq_ext = scores.op.axis[2].dom.extent
+    Sq = int(Sq_ext.value) if hasattr(Sq_ext, "value") else SYMBOLIC_ROWS
+    nb_ext = scores.op.axis[3].dom.extent
+    nb = int(nb_ext.value) if hasattr(nb_ext, "value") else -(-SYMBOLIC_ROWS // Bk)
     Dh = _ext(part.op.axis[4])
     mine = {st.op for st in (out, keys, scores, bmax, probs, bsum, part, blocks, gmax, total,
                              acc)}

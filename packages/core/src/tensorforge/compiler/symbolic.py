@@ -37,10 +37,12 @@ from ..graph.ir import Value, freeze
 from .dynamic import DimBound
 
 
-#: graph passes whose result needs static extents: the fused attention op's key blocking and
-#: strided views are fixed at compile time. A symbolic compile plans without them (attention
-#: runs as batch_matmul + softmax + batch_matmul kernels over the symbolic length).
-STATIC_ONLY_PASSES = frozenset({"fuse_attention"})
+#: graph passes whose result needs static extents; a symbolic compile plans without them
+STATIC_ONLY_PASSES: frozenset[str] = frozenset()
+#: (op, attribute): a tuning choice made from a size that the compute takes for any size; the
+#: one of the plan at the bounds is kept (attention's key block: keys past the last score
+#: -inf in a symbolic attention, `ops.attention`)
+PINNED_ATTRS = frozenset({("attention", "key_block")})
 
 
 class NotSymbolic(TensorforgeError):
@@ -170,10 +172,16 @@ class _Plans:
         out = {}
         for key, val in node.attrs.items():
             vs = [t.attrs.get(key) for t in twins]
-            if all(freeze(x) == freeze(val) for x in vs):
+            if all(freeze(x) == freeze(val) for x in vs) or (node.op, key) in PINNED_ATTRS:
                 out[key] = val
-                continue
-            out[key] = self._fit_value(node, key, val, vs, others)
+            elif isinstance(val, Mapping) and all(isinstance(x, Mapping) and set(x) == set(val)
+                                                  for x in vs):
+                out[key] = ("__sym__", "dict", {
+                    k: val[k] if all(freeze(x[k]) == freeze(val[k]) for x in vs)
+                    else self._fit_value(node, f"{key}[{k!r}]", val[k], [x[k] for x in vs],
+                                         others) for k in val})
+            else:
+                out[key] = self._fit_value(node, key, val, vs, others)
         self.attrs[id(node)] = out
 
     def _fit_value(self, node: Any, key: str, val: Any, vs: list[Any], others: list[Any]) -> Any:
@@ -212,7 +220,9 @@ def dim_json(d: Dim) -> Any:
 def attrs_expr(attrs: Mapping[str, Any], var_of: Mapping[str, Any]) -> dict[str, Any]:
     out = {}
     for k, v in attrs.items():
-        if isinstance(v, tuple) and len(v) == 3 and v[0] == "__sym__":
+        if isinstance(v, tuple) and len(v) == 3 and v[0] == "__sym__" and v[1] == "dict":
+            out[k] = attrs_expr(v[2], var_of)
+        elif isinstance(v, tuple) and len(v) == 3 and v[0] == "__sym__":
             row = [dim_expr(x, var_of) for x in v[2]]
             out[k] = row if v[1] else row[0]
         else:

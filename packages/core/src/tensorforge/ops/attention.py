@@ -95,10 +95,61 @@ def view_axes(shape: Sequence[int], view: View, extents: Sequence[int]
     return axes
 
 
+def _as_dim(x: Any) -> Any:
+    return int(x.value) if getattr(x, "value", None) is not None else x
+
+
+def symbolic_view_axes(shape: Sequence[Any], view: View, extents: Sequence[Any]
+                       ) -> list[tuple[int, list[tuple[int, int]]]] | None:
+    """`view_axes` where the shape, strides or extents hold symbolic sizes
+    (`compiler.symbolic`): a symbolic stride must equal an axis's row-major stride, a static
+    one divide a static axis stride; the offset must be static and lie in the last axis (or be
+    0); the bounds were checked by `fuse_attention` at the sizes it was planned at."""
+    from ..expr.structural import structural_equal
+
+    if not isinstance(view.offset, int) or view.offset < 0:
+        return None
+    st: list[Any] = []
+    acc: Any = 1
+    for d in reversed(list(shape)):
+        st.append(acc)
+        acc = acc * d
+    st = st[::-1]
+    static_tail = [k for k, s in enumerate(st) if isinstance(s, int)]
+    axes: list[tuple[int, list[tuple[int, int]]]] = [(0, []) for _ in shape]
+    off = view.offset
+    for a in static_tail:  # the offset within the static inner axes
+        axes[a] = ((off // st[a]) % shape[a] if isinstance(shape[a], int) else off // st[a], [])
+        off %= st[a]
+    if off:
+        return None
+    for k, (sk, e) in enumerate(zip(view.strides, extents)):
+        if (isinstance(sk, int) and sk == 0) or (isinstance(e, int) and e == 1):
+            continue
+        if isinstance(sk, int):
+            a = next((a for a in static_tail if sk % st[a] == 0), None)
+            coef = sk // st[a] if a is not None else 0
+        else:
+            a = next((a for a, s in enumerate(st) if not isinstance(s, int)
+                      and structural_equal(s, sk)), None)
+            coef = 1
+        if a is None:
+            return None
+        axes[a][1].append((k, coef))
+    return axes
+
+
+def any_view_axes(shape: Sequence[Any], view: View, extents: Sequence[Any]
+                  ) -> list[tuple[int, list[tuple[int, int]]]] | None:
+    """`view_axes`, or `symbolic_view_axes` when a size is symbolic."""
+    static = all(isinstance(x, int) for x in [*shape, view.offset, *view.strides, *extents])
+    return (view_axes if static else symbolic_view_axes)(shape, view, extents)
+
+
 def read_view(t: Tensor, view: View, extents: Sequence[int]) -> Callable[..., PrimExpr]:
     """`f(*logical index) -> t[...]` reading `t` through `view` (see `view_axes`)."""
-    shape = [int(s.value) for s in t.shape]
-    axes = view_axes(shape, view, extents)
+    shape = [_as_dim(s) for s in t.shape]
+    axes = any_view_axes(shape, view, extents)
     if axes is None:
         raise ValueError(f"view {view} of a tensor of shape {shape} needs division")
 
@@ -118,7 +169,7 @@ def unview(shape: Sequence[int], view: View, extents: Sequence[int]
            ) -> Callable[..., tuple[PrimExpr, ...]]:
     """The inverse of a bijective view onto a tensor of `shape`: the tensor's index ->
     the logical index (division and modulo by the constant coefficients)."""
-    axes = view_axes(shape, view, extents)
+    axes = any_view_axes(shape, view, extents)
     if axes is None or view.offset:
         raise ValueError(f"output view {view} onto {list(shape)} is not a plain permutation")
     where: dict[int, tuple[int, int, bool]] = {}
@@ -135,7 +186,7 @@ def unview(shape: Sequence[int], view: View, extents: Sequence[int]
                 continue
             a, c, top = where[k]
             x = idx[a] if c == 1 else te.floordiv(idx[a], c)
-            out.append(x if top else te.floormod(x, e))
+            out.append(x if top or not isinstance(e, int) else te.floormod(x, e))
         return tuple(out)
 
     return inverse
@@ -157,8 +208,8 @@ class AttentionSpec:
     key_block: int = 64
 
     @property
-    def blocks(self) -> int:
-        return -(-self.kv_len // self.key_block)
+    def blocks(self) -> Any:
+        return (self.kv_len + self.key_block - 1) // self.key_block
 
     @property
     def logical(self) -> tuple[int, int, int, int]:
@@ -198,10 +249,16 @@ def attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, spec: Attent
     vr = read_view(v, views["v"], (B, H, Skv, Dh))
     br = read_view(bias, views["bias"], (B, H, Sq, Skv)) if bias is not None else None
     ninf = const(float("-inf"), dtype)
-    overlap = nb * Bk > Skv
+    # a symbolic key count (compiler.symbolic): blocks start at t * Bk, the keys past the
+    # last are read at the last key (in bounds) and score -inf
+    ragged = not isinstance(Skv, int)
+    overlap = not ragged and nb * Bk > Skv
 
     def start(t: Any) -> Any:  # the first key of block t (the last block ends at Skv)
         return te.min_expr(t * Bk, const(Skv - Bk)) if overlap else t * Bk
+
+    def key(j: Any) -> Any:  # the key read for position j of the blocks
+        return te.min_expr(j, Skv - 1) if ragged else j
 
     # keys transposed per head (d, j): the score loop is vectorized over keys
     kt = te.compute((B, H, Dh, Skv), lambda b, h, d, j: kr(b, h, j, d),
@@ -209,17 +266,20 @@ def attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, spec: Attent
     rd = te.reduce_axis((0, Dh), name="rd")
     scores = te.compute(
         (B, H, Sq, nb, Bk),
-        lambda b, h, i, t, jj: te.sum(qr(b, h, i, rd) * kt[b, h, rd, start(t) + jj], axis=rd),
+        lambda b, h, i, t, jj: te.sum(qr(b, h, i, rd) * kt[b, h, rd, key(start(t) + jj)],
+                                      axis=rd),
         name=f"{name}_scores", tag="attention_scores")
 
     def logit(b: Any, h: Any, i: Any, t: Any, jj: Any) -> PrimExpr:
         j = start(t) + jj
         x = scores[b, h, i, t, jj] * const(spec.scale, dtype)
         if br is not None:
-            x = x + br(b, h, i, j)
+            x = x + br(b, h, i, key(j))
         ok = []
         if overlap:
             ok.append(j >= t * Bk)
+        if ragged:
+            ok.append(j < Skv)
         if spec.causal is not None:
             ok.append(j <= i + spec.causal)
         return te.select(te.all(*ok), x, ninf) if ok else x
@@ -241,7 +301,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, spec: Attent
     rv = te.reduce_axis((0, Bk), name="rv")
     part = te.compute(
         (B, H, Sq, nb, Dh),
-        lambda b, h, i, t, d: te.sum(probs[b, h, i, t, rv] * vr(b, h, start(t) + rv, d),
+        lambda b, h, i, t, d: te.sum(probs[b, h, i, t, rv] * vr(b, h, key(start(t) + rv), d),
                                      axis=rv),
         name=f"{name}_partial", tag="attention_partial")
     # the block's results side by side (partial output, max, sum): the per-block stages
@@ -275,7 +335,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, spec: Attent
 
     # for the schedule: which logical dims (b, h, i, d) each output axis holds, with what
     # coefficient (it splits the axes into those loops)
-    terms = view_axes(out_shape, views["out"], (B, H, Sq, Dh)) or []
+    terms = any_view_axes(out_shape, views["out"], (B, H, Sq, Dh)) or []
     return te.compute(tuple(out_shape), out, name=name, tag="attention",
                       attrs={"logical_axes": tuple(tuple(t) for _, t in terms)})
 

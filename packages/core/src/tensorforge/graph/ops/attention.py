@@ -17,15 +17,21 @@ from ...ops.attention import AttentionSpec, View, attention, attention_reference
 from ..registry import OpPattern, TypeList, register_op
 
 
+def _int(x: Any) -> Any:
+    """An int attribute, or a symbolic size's expression (`compiler.symbolic`) as it is."""
+    return int(x) if isinstance(x, (int, np.integer)) else x
+
+
 def spec_of(at: dict[str, Any]) -> AttentionSpec:
     causal = at.get("causal")
-    return AttentionSpec(int(at["batch"]), int(at["heads"]), int(at["q_len"]),
-                         int(at["kv_len"]), int(at["head_dim"]), float(at["scale"]),
-                         None if causal is None else int(causal), int(at.get("key_block", 64)))
+    return AttentionSpec(int(at["batch"]), int(at["heads"]), _int(at["q_len"]),
+                         _int(at["kv_len"]), int(at["head_dim"]), float(at["scale"]),
+                         None if causal is None else _int(causal), int(at.get("key_block", 64)))
 
 
 def views_of(at: dict[str, Any]) -> dict[str, View]:
-    return {k: View.of(v) for k, v in dict(at["views"]).items()}
+    return {k: View(_int(v[0]), tuple(_int(x) for x in v[1:]))
+            for k, v in dict(at["views"]).items()}
 
 
 def _infer(types: TypeList, at: dict[str, Any]) -> TypeList:
