@@ -89,6 +89,11 @@ def schedule_attention(outs: list[Tensor] | Tensor, target: Any = None, cfg: Any
     Dh = _ext(part.op.axis[4])
     mine = {st.op for st in (out, keys, scores, bmax, probs, bsum, part, blocks, gmax, total,
                              acc)}
+    bias = next((st for st in s.stages if isinstance(st.op, ComputeOp)
+                 and str(getattr(st.op, "tag", "")) == "attention_bias"), None)
+    if bias is not None:  # a symbolic length's padded bias: at root, vectorized over keys
+        mine.add(bias.op)
+        _vector(bias, bias.op.axis[3], 2 * lanes, lanes)
     for st in s.stages:  # a fused producer's elementwise work is read inline
         if isinstance(st.op, ComputeOp) and st.op not in mine:
             st.compute_inline()

@@ -260,21 +260,25 @@ def attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, spec: Attent
     def key(j: Any) -> Any:  # the key read for position j of the blocks
         return te.min_expr(j, Skv - 1) if ragged else j
 
+    if ragged and br is not None:  # the bias padded to whole key blocks, once per call
+        br = _padded_bias(br, views["bias"], (B, H, Sq, nb * Bk), key, name)
     # keys transposed per head (d, j): the score loop is vectorized over keys
-    kt = te.compute((B, H, Dh, Skv), lambda b, h, d, j: kr(b, h, j, d),
+    # (with a symbolic key count: padded to whole blocks, so the score loop reads it
+    # contiguously; the padding keys are the last key's, scored -inf below)
+    kt = te.compute((B, H, Dh, nb * Bk if ragged else Skv),
+                    lambda b, h, d, j: kr(b, h, key(j), d),
                     name=f"{name}_keys", tag="attention_keys")
     rd = te.reduce_axis((0, Dh), name="rd")
     scores = te.compute(
         (B, H, Sq, nb, Bk),
-        lambda b, h, i, t, jj: te.sum(qr(b, h, i, rd) * kt[b, h, rd, key(start(t) + jj)],
-                                      axis=rd),
+        lambda b, h, i, t, jj: te.sum(qr(b, h, i, rd) * kt[b, h, rd, start(t) + jj], axis=rd),
         name=f"{name}_scores", tag="attention_scores")
 
     def logit(b: Any, h: Any, i: Any, t: Any, jj: Any) -> PrimExpr:
         j = start(t) + jj
         x = scores[b, h, i, t, jj] * const(spec.scale, dtype)
         if br is not None:
-            x = x + br(b, h, i, key(j))
+            x = x + br(b, h, i, j)
         ok = []
         if overlap:
             ok.append(j >= t * Bk)
@@ -338,6 +342,22 @@ def attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, spec: Attent
     terms = any_view_axes(out_shape, views["out"], (B, H, Sq, Dh)) or []
     return te.compute(tuple(out_shape), out, name=name, tag="attention",
                       attrs={"logical_axes": tuple(tuple(t) for _, t in terms)})
+
+
+def _padded_bias(br: Callable[..., PrimExpr], view: View, extents: Sequence[Any],
+                 key: Callable[[Any], Any], name: str) -> Callable[..., PrimExpr]:
+    """With a symbolic key count: the bias as a stage over the logical dims it varies in
+    (a padding mask: keys only) and the keys padded to whole blocks (the padding reads the
+    last key's), so the logits read it contiguously; the schedule computes it at root."""
+    keep = [not (isinstance(st, int) and st == 0) for st in view.strides[:3]]
+    shape = tuple(e if k else 1 for e, k in zip(extents[:3], keep)) + (extents[3],)
+
+    def pick(b: Any, h: Any, i: Any) -> tuple[Any, ...]:
+        return tuple(x if k else const(0) for x, k in zip((b, h, i), keep))
+
+    padded = te.compute(shape, lambda b, h, i, j: br(*pick(b, h, i), key(j)),
+                        name=f"{name}_bias", tag="attention_bias")
+    return lambda b, h, i, j: padded[(*pick(b, h, i), j)]
 
 
 def attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None,
