@@ -159,7 +159,8 @@ def measure_dynamic(lengths: list[int], threads: int, rounds: int, layers: int |
         ratios: list[float] = []
         with _Fifo(fifo):
             _rounds(dyn, _AsSession(static), x, rounds, a, b, ratios)
-        rows.append({"seq": seq, "threads": threads, "mode": mode, "dynamic_ms": statistics.median(a) * 1e3,
+        rows.append({"seq": seq, "threads": threads, "mode": mode,
+                     "dynamic_ms": statistics.median(a) * 1e3,
                      "static_ms": statistics.median(b) * 1e3, "ratio": statistics.median(ratios),
                      "max_rel_err": err, "dynamic_compile_s": dyn_compile_s,
                      "first_call_s": first_call_s,

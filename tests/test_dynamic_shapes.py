@@ -1,8 +1,9 @@
 """Bounded dynamic sizes as static specializations (`compiler.dynamic`,
 ``dynamic="specialize"``; the one-compile form: tests/test_symbolic_shapes.py): a BERT-like
-encoder whose ONNX inputs have a symbolic sequence dimension, compiled with ``input_shapes={...: (1, "seq<=24")}``, runs any
-length within the bounds and matches ONNX Runtime (rtol 1e-4, atol 1e-5 x max |output|) on
-the same dynamic model; sizes outside the bounds and inconsistent inputs are clear errors."""
+encoder whose ONNX inputs have a symbolic sequence dimension, compiled with
+``input_shapes={...: (1, "seq<=24")}``, runs any length within the bounds and matches ONNX
+Runtime (rtol 1e-4, atol 1e-5 x max |output|) on the same dynamic model; sizes outside the
+bounds and inconsistent inputs are clear errors."""
 
 from __future__ import annotations
 

@@ -194,9 +194,9 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
     makes it dynamic: with `dynamic="symbolic"` (the default) the model is compiled once, its
     kernels taking the size as an argument (`compiler.symbolic`; a `SymbolicModel`), falling
     back with a warning to `dynamic="specialize"`: a `DynamicModel` (`compiler.dynamic`) of
-    static compiles per size, when the model's plans differ between sizes. `shared_params`: a dict kept across compiles (a `DynamicModel`'s
-    specializations): a constant equal (dtype, shape, bytes) to one in it is that array, not
-    a copy."""
+    static compiles per size, when the model's plans differ between sizes.
+    `shared_params`: a dict kept across compiles (a `DynamicModel`'s specializations): a
+    constant equal (dtype, shape, bytes) to one in it is that array, not a copy."""
     from .dynamic import DynamicModel, split_input_shapes
 
     template, dims = split_input_shapes(input_shapes)

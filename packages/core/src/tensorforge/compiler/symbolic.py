@@ -36,7 +36,6 @@ from ..errors import TensorforgeError
 from ..graph.ir import Value, freeze
 from .dynamic import DimBound
 
-
 #: graph passes whose result needs static extents; a symbolic compile plans without them
 STATIC_ONLY_PASSES: frozenset[str] = frozenset()
 #: (op, attribute): a tuning choice made from a size that the compute takes for any size; the
