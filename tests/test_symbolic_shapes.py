@@ -119,12 +119,13 @@ def test_torch_export_compiled_once(llvm_target, plugins, monkeypatch) -> None:
 
     plugins.register("tensorforge_onnx.plugin")
     sess = _session(GPT2)
-    model = tensorforge.compile(str(GPT2), llvm_target, input_shapes={"input_ids": (1, "seq<=64")})
+    model = tensorforge.compile(str(GPT2), llvm_target,
+                                input_shapes={"input_ids": (1, f"seq<={BOUND}")})
     assert isinstance(model, SymbolicModel)
     assert sum(k["master"] == "attention" for k in model.desc["kernels"]) == 2  # fused
     _no_recompile(monkeypatch)
     rng = np.random.default_rng(0)
-    for seq in (1, 7, 32, 64):
+    for seq in LENGTHS:
         x = {"input_ids": rng.integers(0, 256, (1, seq)).astype(np.int64)}
         _check(model.run(x)[0], sess.run(None, x)[0])
     model.close()
@@ -152,6 +153,51 @@ def test_symbolic_kernel_takes_the_size(llvm_target) -> None:
         out = np.empty((1, size, 8), "f4")
         fn(av, wv, out, size)
         np.testing.assert_allclose(out, av @ wv + 1, rtol=1e-5, atol=1e-5)
+
+
+def test_loop_partition_of_a_symbolic_extent(llvm_target) -> None:
+    """A split by 8 of a loop over `n`: a main loop without guards, a guarded tail; right at
+    sizes below, at and past a multiple of 8."""
+    from tensorforge import te
+    from tensorforge.driver import build, lower
+
+    n = te.size_var("n")
+    a = te.placeholder((n, 4), "float32", name="A")
+    b = te.compute((n, 4), lambda i, j: a[i, j] * 2.0, name="B")
+    s = te.create_schedule(b.op)
+    io, _ = s[b].split(b.op.axis[0], factor=8)
+    f = lower(s, [a, b, n], name="k2", target=llvm_target)
+    text = str(f)
+    main, tail = text.split("for i.outer in range(")[1:3]
+    assert "likely" not in main and "likely" in tail
+    fn = build([f], target=llvm_target)["k2"]
+    for size in (1, 7, 8, 9, 33):
+        av = np.arange(size * 4, dtype="f4").reshape(size, 4)
+        out = np.full((size, 4), np.nan, "f4")
+        fn(av, out, size)
+        np.testing.assert_array_equal(out, av * 2)
+
+
+def test_plans_that_differ_fall_back_to_specializations(dynamic_bert, llvm_target, plugins,
+                                                         monkeypatch) -> None:
+    import importlib
+
+    import tensorforge
+    from tensorforge.compiler.dynamic import DynamicModel
+
+    sym = importlib.import_module("tensorforge.compiler.symbolic")
+
+    def differ(*_a, **_k):
+        raise sym.NotSymbolic("the fused groups differ between sizes of 'seq'")
+
+    plugins.register("tensorforge_onnx.plugin")
+    monkeypatch.setattr(sym, "_Plans", differ)
+    with pytest.warns(UserWarning, match="cannot be compiled once.*groups differ.*static "
+                                         "specialization per size"):
+        model = tensorforge.compile(str(dynamic_bert), llvm_target,
+                                    input_shapes={k: (1, "seq<=8") for k in NAMES})
+    assert isinstance(model, DynamicModel)
+    model.close()
 
 
 def test_fit_of_symbolic_dims() -> None:
