@@ -83,6 +83,8 @@ def test_bert_compiled_once_runs_every_length(dynamic_bert, llvm_target, plugins
     assert any("dense_packed" in k["schedule"] for k in model.desc["kernels"])
     assert [k["schedule"] for k in model.desc["kernels"] if k["master"] == "attention"] == \
         ["strategy attention/blocked"] * SMALL["layers"]
+    # kernels that take sizes run kernel by kernel (no ahead-of-time entry)
+    assert model.executor.kind == "graph" and "scalar" in model.executor.reason
     _no_recompile(monkeypatch)
     for seq in LENGTHS + (5,):
         x = _bert_inputs(seq)

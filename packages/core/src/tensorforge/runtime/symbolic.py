@@ -66,7 +66,10 @@ class SymbolicModel:
         self._lock = threading.Lock()
         self._cache: OrderedDict[tuple[int, ...], GraphExecutor] = OrderedDict()
         self._closed = False
-        self.executor_for({n: hi for n, (_, hi) in self.dims.items()})  # binds at load
+        #: the executor at the bounds (bound at load: a description that does not match the
+        #: kernels fails here); its kernels take sizes, so it runs kernel by kernel (no
+        #: ahead-of-time entry: `aot_plan` is None)
+        self.executor = self.executor_for({n: hi for n, (_, hi) in self.dims.items()})
 
     # sizes ----------------------------------------------------------------------------------
     def sizes_of(self, inputs: Mapping[str, Any] | Sequence[Any]) -> dict[str, int]:
