@@ -202,6 +202,19 @@ def test_plans_that_differ_fall_back_to_specializations(dynamic_bert, llvm_targe
     model.close()
 
 
+def test_bounds_of_two_sizes_are_specialized(dynamic_bert, llvm_target, plugins) -> None:
+    import tensorforge
+    from tensorforge.compiler.dynamic import DynamicModel
+
+    plugins.register("tensorforge_onnx.plugin")
+    with pytest.warns(UserWarning, match="1<=seq<=2 holds 2 sizes"):
+        model = tensorforge.compile(str(dynamic_bert), llvm_target,
+                                    input_shapes={k: (1, "seq<=2") for k in NAMES})
+    assert isinstance(model, DynamicModel)
+    assert model.run(_bert_inputs(1))[0].shape == (1, 1, SMALL["d"])
+    model.close()
+
+
 def test_fit_of_symbolic_dims() -> None:
     from tensorforge.compiler.symbolic import NotSymbolic, _fit, dim_json
 

@@ -90,6 +90,9 @@ class _Plans:
         self.probes: dict[str, tuple[int, int, Any, Any]] = {}
         for n, b in dims.items():
             ps = _probe_sizes(b)
+            if ps is None and b.high > b.low:
+                raise NotSymbolic(f"{b} holds {b.high - b.low + 1} sizes; fitting a symbolic "
+                                  "dim needs three")
             if ps is not None:
                 self.probes[n] = (ps[0], ps[1], make_plan({**self.high, n: ps[0]}),
                                   make_plan({**self.high, n: ps[1]}))
