@@ -267,6 +267,7 @@ def compile_symbolic(model: Any, target: Any, template: Mapping[str, tuple[Any, 
     plans = _Plans(make_plan, dims)
     p = plans.hi
     var_of = {n: te.size_var(n) for n in dims}
+    at_bounds = _AllocateAtBounds({var_of[n]: b.high for n, b in dims.items()})
     strategies = get_registry().strategies(tgt)
 
     def shape_of(v: Value) -> tuple[Any, ...]:
@@ -297,7 +298,7 @@ def compile_symbolic(model: Any, target: Any, template: Mapping[str, tuple[Any, 
         te_args = dict(shape_of=shape_of, attrs_of=attrs_of,
                        scalars=[var_of[n] for n in used]) if used else None
         f, how[grp.name] = lower_group(grp, tgt, strategies, None, te_args=te_args)
-        funcs.append(f)
+        funcs.append(at_bounds(f))
         by_key[key] = func_of[grp.name] = grp.name
         names_of[grp.name] = used
         progress.advance()
@@ -310,6 +311,49 @@ def compile_symbolic(model: Any, target: Any, template: Mapping[str, tuple[Any, 
     desc["opt_level"] = opt_level
     desc["symbolic"] = symbolic_section(p, plans, desc, names_of)
     return SymbolicModel(module, desc, params, derived=derived)
+
+
+#: an internal buffer with a symbolic size is allocated at its size at the bounds when that
+#: is at most this many bytes (the llvm target keeps it on the stack: no aligned_alloc/free
+#: per call, which cost a LayerNorm twice its static time at sequence 32)
+ALLOC_AT_BOUND_BYTES = 64 * 1024
+
+
+class _AllocateAtBounds:
+    """Allocations whose shape holds size variables, sized at the bounds (small ones)."""
+
+    def __init__(self, at_bounds: Mapping[Any, int]):
+        from ..expr import ExprMutator
+
+        self.at_bounds = dict(at_bounds)
+
+        outer = self
+
+        class Mutator(ExprMutator):
+            def visit_Allocate(self, s: Any) -> Any:
+                return outer.allocate(s, self.visit(s.body))
+
+        self.mutator = Mutator()
+
+    def allocate(self, s: Any, body: Any) -> Any:
+        from ..arith import Analyzer
+        from ..expr import Buffer, substitute
+        from ..expr.dtype import nbytes
+        from ..tir.stmt import Allocate
+
+        buf = s.buffer
+        shape = [Analyzer().simplify(substitute(d, self.at_bounds)) for d in buf.shape]
+        if any(not hasattr(d, "value") for d in shape) or \
+                all(hasattr(d, "value") for d in buf.shape):
+            return Allocate(buf, body) if body is not s.body else s
+        if int(np.prod([d.value for d in shape])) * nbytes(buf.dtype) > ALLOC_AT_BOUND_BYTES:
+            return Allocate(buf, body) if body is not s.body else s
+        bound = Buffer(buf.name, [d.value for d in shape], buf.dtype, buf.scope, buf.data,
+                       data_alignment=buf.data_alignment)
+        return Allocate(bound, body)
+
+    def __call__(self, func: Any) -> Any:
+        return func.with_body(self.mutator.visit(func.body))
 
 
 def _group_values(grp: Any) -> list[Value]:

@@ -83,6 +83,10 @@ def propagate_ranges(stage: Stage, sb: StageBounds, ana: Analyzer) -> None:
                 preds.append(_c.cmp(LT, value[rel.parent], ext))
         elif isinstance(rel, Fuse):
             ie = r[rel.inner].extent
+            if _is_one(r[rel.outer].extent):  # (the simplifier cannot drop `f // seq` when
+                value[rel.outer] = const(0)   # f < seq is symbolic: compiler.symbolic)
+                value[rel.inner] = value[rel.fused]
+                continue
             value[rel.outer] = _c.floordiv(value[rel.fused], ie)
             value[rel.inner] = _c.floormod(value[rel.fused], ie)
         elif isinstance(rel, Rebase):
@@ -93,6 +97,10 @@ def propagate_ranges(stage: Stage, sb: StageBounds, ana: Analyzer) -> None:
             off = const(0)
         sb.root_value[iv] = ana.simplify(_c.add(r[iv].min, off))
     sb.predicates = preds
+
+
+def _is_one(e: PrimExpr) -> bool:
+    return getattr(e, "value", None) == 1
 
 
 def bound_tag(stage: Stage, iv: IterVar) -> str:
