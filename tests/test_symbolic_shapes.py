@@ -65,7 +65,7 @@ def _no_recompile(monkeypatch) -> None:
 
 @pytest.mark.slow
 def test_bert_compiled_once_runs_every_length(dynamic_bert, llvm_target, plugins, tmp_path,
-                                              monkeypatch) -> None:
+                                              monkeypatch, capsys) -> None:
     import tensorforge
     from tensorforge.runtime.graph_executor import InputError
     from tensorforge.runtime.symbolic import SymbolicModel
@@ -111,7 +111,18 @@ def test_bert_compiled_once_runs_every_length(dynamic_bert, llvm_target, plugins
         _check(loaded.run(x)[0], sess.run(None, x)[0])
     with pytest.raises(InputError, match="outside the bounds"):
         loaded.run(_bert_inputs(BOUND + 3))
+    assert loaded.output_specs[0]["shape"] == (1, "seq", SMALL["d"])
+    assert loaded.random_inputs(seq=6)["input_ids"].shape == (1, 6)
     loaded.close()
+    # `tforge run` takes it at any length
+    from tensorforge import cli
+
+    files = []
+    for name, arr in _bert_inputs(9).items():
+        np.save(tmp_path / f"{name}.npy", arr)
+        files += ["--input", f"{name}={tmp_path / name}.npy"]
+    assert cli.main(["run", str(path), *files]) == 0
+    assert "last_hidden_state: float32[1, 9, 32]" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -156,11 +156,30 @@ class SymbolicModel:
     def run(self, inputs: Mapping[str, Any] | Sequence[Any]) -> list[np.ndarray]:
         return self.executor_for(self.sizes_of(inputs)).run(inputs)
 
-    def benchmark(self, inputs: Any, repeat: int = 10, number: int = 1,
+    def benchmark(self, inputs: Any = None, repeat: int = 10, number: int = 1,
                   warmup: int = 1) -> BenchmarkResult:
-        """`CompiledModel.benchmark` at the inputs' sizes."""
+        """`CompiledModel.benchmark` at the inputs' sizes (random inputs at the bounds when
+        none are given)."""
+        inputs = self.random_inputs() if inputs is None else inputs
         ex = self.executor_for(self.sizes_of(inputs))
         return CompiledModel.benchmark(_Bound(ex), inputs, repeat, number, warmup)
+
+    def random_inputs(self, seed: int = 0, **sizes: int) -> dict[str, np.ndarray]:
+        """`CompiledModel.random_inputs` at `sizes` (default: the bounds)."""
+        at = {n: int(sizes.get(n, hi)) for n, (_, hi) in self.dims.items()}
+        return CompiledModel.random_inputs(_Bound(self.executor_for(at)), seed)
+
+    @property
+    def executor_kind(self) -> str:
+        return "graph"
+
+    @property
+    def executor_reason(self) -> str:
+        return self.executor.reason
+
+    @property
+    def output_specs(self) -> list[dict[str, Any]]:
+        return self._specs(o for o in self.desc["outputs"] if not o.get("hidden"))
 
     @property
     def params(self) -> Mapping[str, np.ndarray]:
@@ -173,8 +192,11 @@ class SymbolicModel:
     @property
     def input_specs(self) -> list[dict[str, Any]]:
         """Inputs with their dynamic dims as names (``(1, 'seq')``)."""
+        return self._specs(self.desc["inputs"])
+
+    def _specs(self, entries: Any) -> list[dict[str, Any]]:
         out = []
-        for spec in self.desc["inputs"]:
+        for spec in entries:
             sym = self.shapes.get(spec["value"], spec["shape"])
             out.append({"name": spec["name"], "dtype": spec["dtype"], "shape": tuple(
                 d if isinstance(d, int) else d[0] if list(d[1:]) == [1, 0]
@@ -211,7 +233,12 @@ class SymbolicModel:
 
 
 class _Bound:
-    """What `CompiledModel.benchmark` reads: an executor and random inputs."""
+    """What `CompiledModel.benchmark` and `random_inputs` read: an executor, its specs."""
 
     def __init__(self, executor: GraphExecutor):
         self.executor = executor
+        self.input_specs = [{"name": i["name"], "shape": tuple(i["shape"]),
+                             "dtype": i["dtype"]} for i in executor.desc["inputs"]]
+
+    def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
+        return CompiledModel.random_inputs(self, seed)
