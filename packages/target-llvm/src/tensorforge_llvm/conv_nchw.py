@@ -17,7 +17,6 @@ from typing import Any
 from tensorforge.te.tensor import Tensor
 
 from .strategies import (
-    _cfg,
     _ext,
     _find,
     _inline_rest,
@@ -27,6 +26,7 @@ from .strategies import (
     _prod,
     _root_parallel,
     _tile_candidates,
+    single_output_schedule,
 )
 
 __all__ = ["schedule_conv2d_nchw"]
@@ -35,14 +35,7 @@ __all__ = ["schedule_conv2d_nchw"]
 def schedule_conv2d_nchw(outs: list[Tensor] | Tensor, target: Any = None,
                          cfg: Any = None) -> Any:
     """Direct NCHW convolution (grouped and depthwise too), see the module doc."""
-    from tensorforge import te
-
-    outs = [outs] if isinstance(outs, Tensor) else list(outs)
-    if len(outs) != 1:
-        raise ValueError("schedule_conv2d_nchw: one output expected")
-    cfg = _cfg(cfg, target)
-    s = te.create_schedule([o.op for o in outs])
-    out = s[outs[0]]
+    s, out, cfg = single_output_schedule(outs, target, cfg, "schedule_conv2d_nchw")
     conv = _find(s, "conv2d_nchw")
     lanes, par = _lanes(target), _parallel(target)
     n, f, y, x = out.op.axis

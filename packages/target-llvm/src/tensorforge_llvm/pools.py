@@ -20,7 +20,6 @@ from typing import Any
 from tensorforge.te.tensor import ComputeOp, Tensor
 
 from .strategies import (
-    _cfg,
     _ext,
     _inline_rest,
     _lanes,
@@ -29,6 +28,7 @@ from .strategies import (
     _prod,
     _root_parallel,
     _tile_candidates,
+    single_output_schedule,
 )
 
 __all__ = ["schedule_pool"]
@@ -43,14 +43,7 @@ def _reduction(s: Any) -> Any:
 
 def schedule_pool(outs: list[Tensor] | Tensor, target: Any = None, cfg: Any = None) -> Any:
     """Max / average / global-average pooling, NCHW[x]c or NCHW (see the module doc)."""
-    from tensorforge import te
-
-    outs = [outs] if isinstance(outs, Tensor) else list(outs)
-    if len(outs) != 1:
-        raise ValueError("schedule_pool: one output expected")
-    cfg = _cfg(cfg, target)
-    s = te.create_schedule([o.op for o in outs])
-    out = s[outs[0]]
+    s, out, cfg = single_output_schedule(outs, target, cfg, "schedule_pool")
     red = _reduction(s)
     lanes, par = _lanes(target), _parallel(target)
     axes = list(out.op.axis)

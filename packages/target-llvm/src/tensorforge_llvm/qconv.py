@@ -15,7 +15,6 @@ from typing import Any
 from tensorforge.te.tensor import Tensor
 
 from .strategies import (
-    _cfg,
     _ext,
     _find,
     _inline_rest,
@@ -25,6 +24,7 @@ from .strategies import (
     _tile_candidates,
     default_tile_ow,
     register_file,
+    single_output_schedule,
 )
 
 __all__ = ["schedule_qconv2d_nchwc"]
@@ -33,14 +33,7 @@ __all__ = ["schedule_qconv2d_nchwc"]
 def schedule_qconv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
                            cfg: Any = None) -> Any:
     """int8 NCHW[x]c convolution, register-tiled along output width and channels."""
-    from tensorforge import te
-
-    outs = [outs] if isinstance(outs, Tensor) else list(outs)
-    if len(outs) != 1:
-        raise ValueError("schedule_qconv2d_nchwc: one output expected")
-    cfg = _cfg(cfg, target)
-    s = te.create_schedule([o.op for o in outs])
-    out = s[outs[0]]
+    s, out, cfg = single_output_schedule(outs, target, cfg, "schedule_qconv2d_nchwc")
     conv = _find(s, "qconv2d_nchwc")
     lanes, par = _lanes(target), _parallel(target)
     n, oc, oh, ow, ob = out.op.axis

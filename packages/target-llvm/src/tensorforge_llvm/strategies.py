@@ -137,17 +137,23 @@ def default_tile_ow(ow: int, oc_bn: int, lanes: int, regs: int) -> int:
 _REDUCE_ORDERS = [(0, 1, 2, 3), (1, 2, 0, 3), (0, 3, 1, 2)]
 
 
-def schedule_conv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
-                          cfg: Any = None) -> Any:
-    """Direct NCHW[x]c convolution, register-tiled along output width and channels."""
+def single_output_schedule(outs: list[Tensor] | Tensor, target: Any, cfg: Any, who: str
+                           ) -> tuple[Any, Any, Any]:
+    """(schedule, its one output stage, config) for a one-output group; ``who`` names the
+    schedule in the error."""
     from tensorforge import te
 
     outs = [outs] if isinstance(outs, Tensor) else list(outs)
-    cfg = _cfg(cfg, target)
-    s = te.create_schedule([o.op for o in outs])
     if len(outs) != 1:
-        raise ValueError("schedule_conv2d_nchwc: one output expected")
-    out = s[outs[0]]
+        raise ValueError(f"{who}: one output expected")
+    s = te.create_schedule([o.op for o in outs])
+    return s, s[outs[0]], _cfg(cfg, target)
+
+
+def schedule_conv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
+                          cfg: Any = None) -> Any:
+    """Direct NCHW[x]c convolution, register-tiled along output width and channels."""
+    s, out, cfg = single_output_schedule(outs, target, cfg, "schedule_conv2d_nchwc")
     conv = _find(s, "conv2d_nchwc")
     lanes, par = _lanes(target), _parallel(target)
     n, oc, oh, ow, ob = out.op.axis
