@@ -22,12 +22,14 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from models_vs_ort import _times  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCHVISION = ROOT / "benchmarks" / ".models" / "resnet18.onnx"
@@ -60,15 +62,6 @@ def output_scale(path: str) -> float:
     inits = {i.name: i for i in m.graph.initializer}
     q = [n for n in m.graph.node if n.op_type == "QuantizeLinear"][-1]
     return float(numpy_helper.to_array(inits[q.input[1]]).reshape(-1)[0])
-
-
-def _times(f: Callable[[], object], n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        t = time.perf_counter()
-        f()
-        out.append(time.perf_counter() - t)
-    return out
 
 
 def kernel_masters(cm: Any) -> dict[str, int]:

@@ -16,6 +16,7 @@ import numpy as np
 
 
 def _times(f: Callable[[], object], n: int) -> list[float]:
+    """Seconds of each of ``n`` calls of ``f`` (the other benchmark scripts import this)."""
     out = []
     for _ in range(n):
         t = time.perf_counter()

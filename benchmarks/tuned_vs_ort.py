@@ -12,20 +12,13 @@ from __future__ import annotations
 import os
 import platform
 import sys
-import time
 import warnings
-from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
-
-def _times(f: Callable[[], object], n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        t = time.perf_counter()
-        f()
-        out.append(time.perf_counter() - t)
-    return out
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from models_vs_ort import _times  # noqa: E402
 
 
 def _cpu() -> str:
