@@ -280,8 +280,14 @@ def schedule_dense_packed(outs: list[Tensor] | Tensor, target: Any = None,
     # past them, and the columns past N are computed but not stored
     panels = int(weight.shape[0].value)
     mr, nt = _dense_tile(m_ext, panels, vecs, register_file(target))
-    cfg.define_split("tile_m", m_ext, 2, policy="candidate",
-                     candidates=_tile_candidates(m_ext, mr, 16), default=(-1, mr))
+    # the row tiles: divisors, the default, and beyond 16 rows every count of
+    # DENSE_TILE_ROWS (a short last tile is peeled, below)
+    rows = _tile_candidates(m_ext, mr, 16)
+    if m_ext > 16:
+        sizes = {f for _, f in rows} | set(range(DENSE_TILE_ROWS[0], DENSE_TILE_ROWS[1] + 1))
+        rows = [(-(-m_ext // f), f) for f in sorted(sizes)]
+    cfg.define_split("tile_m", m_ext, 2, policy="candidate", candidates=rows,
+                     default=(-1, mr))
     ku = max(d for d in (4, 2, 1) if k_ext % d == 0)
     cfg.define_split("tile_k", k_ext, 2, policy="candidate",
                      candidates=[(-1, 1), (-1, 2), (-1, 4), (-1, 8)], default=(-1, ku))
@@ -345,19 +351,46 @@ def _dense_tile(m: int, panels: int, vecs: int, regs: int) -> tuple[int, int]:
     registers. A guarded last row tile computes padding rows and keeps `if likely` tests in
     the reduction loop (35 rows in tiles of 16: 48 computed, a branch per FMA), so divisors
     win: the LSTM LM decoder (35 x 625 panels of 16) takes 5 rows x 5 panels. Beyond 16 rows
-    a tile has at least 4 rows, so a weight panel is reused from registers across rows (ViT's
-    197 rows, a prime, took 1 row x 8 panels: the panels streamed from memory once per row,
-    7.8 GFLOP/s; 12 rows: 128)."""
-    want = max(1, regs // 2)
-    best, score = (1, 1), (-1.0, 0.0)
-    for t in range(4 if m > 16 else 1, min(m, 16) + 1):
+    `_dense_row_tile`; where none of its tiles fits the registers, at least 4 rows, so a
+    weight panel is reused from registers across rows (ViT's 197 rows, a prime, took 1 row
+    x 8 panels: the panels streamed from memory once per row, 7.8 GFLOP/s)."""
+    if m > 16:
+        best = _best_dense_tile(m, panels, vecs, regs, DENSE_TILE_ROWS, regs * 3 // 4, 1.0)
+        if best is not None:
+            return best
+    rows = (4 if m > 16 else 1, min(m, 16))
+    return _best_dense_tile(m, panels, vecs, regs, rows, regs // 2, 0.8) or (1, 1)
+
+
+#: rows of a dense register tile once there are more than 16 rows: a weight vector reused
+#: from a register by 5-8 rows, a broadcast by the tile's panel vectors, about 3/4 of the
+#: register file in accumulators. The row tiles are a loop of their own
+#: (`schedule_dense_packed`), so loop partition peels a short last one: rows need not
+#: divide the row count. Measured on the AVX-512 Xeon, 1 thread, SCHED_FIFO, isolated
+#: kernels (docs/performance.md, "Transformers"): 128 rows x 768 -> 768/2304/3072 and
+#: 3072 -> 768 in panels of 2 vectors, 6 rows x 2 panels (24 accumulators) 129-137 GFLOP/s
+#: against 4 x 3 (the rule before: row divisors first, 16 accumulators) 118-128, 12-14 rows
+#: x 1 panel 119-125, 3 x 4 91-93; GPT-2's LM head (50257 columns, panels of 1 vector)
+#: 8 x 3 131, 6 x 4 129, 14 x 2 124 against 4 x 6 116.
+DENSE_TILE_ROWS = (5, 8)
+
+
+def _best_dense_tile(m: int, panels: int, vecs: int, regs: int, rows: tuple[int, int],
+                     want: int, guard: float) -> tuple[int, int] | None:
+    """The (rows, panels) tile with rows in `rows` (inclusive) and panels a divisor of
+    `panels` up to 8 whose accumulators, reused operand (the rows' broadcasts or the panel
+    vectors) and a broadcast fit `regs`: the most useful accumulators (up to `want`) per
+    computed row (a row count the tile does not divide weighs `guard`), then the fewest
+    loads per FMA. None when none fits (a 1 x 1 tile always does when `rows` starts at 1)."""
+    best, score = None, (-1.0, 0.0)
+    for t in range(min(rows[0], m), min(rows[1], m) + 1):
         padded = -(-m // t) * t
         for nt in (d for d in range(1, min(panels, 8) + 1) if panels % d == 0):
             acc = t * vecs * nt
             if acc + min(t, vecs * nt) + 1 > regs and (t, nt) != (1, 1):
-                continue  # the reused operand (rows' broadcasts or panel vectors) in registers
-            useful = min(acc, want) / want * m / padded * (1.0 if m % t == 0 else 0.8)
-            sc = (round(useful, 6), acc / (t + vecs * nt))  # ties: fewer loads per FMA
+                continue
+            useful = min(acc, want) / want * m / padded * (1.0 if m % t == 0 else guard)
+            sc = (round(useful, 6), acc / (t + vecs * nt))
             if sc > score:
                 best, score = (t, nt), sc
     return best
