@@ -194,3 +194,43 @@ def test_bilinear_resize_is_separable_and_matches(llvm_target, plugins) -> None:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [sc]),
         opset_imports=[helper.make_opsetid("", 17)])
     _check(m, str(llvm_target))
+
+
+@pytest.mark.parametrize("exponent", [3.0, 2.0, 2.5])
+def test_tanh_gelu_cube_is_products_in_the_dense_epilogue(llvm_target, plugins,
+                                                         exponent: float) -> None:
+    """GPT-2's tanh GELU spells x^3 as Pow(x, 3): `expand_small_powers` makes it
+    mul(mul(x, x), x) (a float pow is a scalar powf call per lane), still in the dense's
+    epilogue; other exponents stay a pow. Checked against ONNX Runtime."""
+    plugins.register("tensorforge_onnx.plugin")
+    w = np.random.default_rng(2).standard_normal((24, 40)) / 5
+    consts = {"w": w, "e": np.array(exponent), "c": np.array(0.044715),
+              "k": np.array(np.sqrt(2 / np.pi)), "half": np.array(0.5), "one": np.array(1.0)}
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Pow", ["h", "e"], ["cube"]),
+             helper.make_node("Mul", ["cube", "c"], ["cc"]),
+             helper.make_node("Add", ["h", "cc"], ["inner"]),
+             helper.make_node("Mul", ["inner", "k"], ["ik"]),
+             helper.make_node("Tanh", ["ik"], ["t"]),
+             helper.make_node("Add", ["t", "one"], ["t1"]),
+             helper.make_node("Mul", ["h", "half"], ["hh"]),
+             helper.make_node("Mul", ["hh", "t1"], ["y"])]
+    cm = _check(_model(nodes, 0, 0, consts, x_shape=[8, 24]), str(llvm_target))
+    (dense,) = [k for k in cm.desc["kernels"] if k["master"] == "dense_packed"]
+    assert ("pow" in dense["ops"]) == (exponent == 2.5)
+    assert len(cm.desc["kernels"]) == 1
+
+
+def test_expand_small_powers_keeps_a_broadcasting_pow() -> None:
+    """A pow whose constant exponent widens x's shape, or whose exponents differ, stays."""
+    from tensorforge.graph.ir import Graph
+    from tensorforge.graph.passes.activations import expand_small_powers
+
+    g = Graph()
+    x = g.add_input("x", (3,), "float32")
+    wide = g.add("pow", x, g.add_const("e", np.full((2, 3), 3.0, np.float32)))
+    mixed = g.add("pow", x, g.add_const("f", np.array([2, 3, 3], np.float32)))
+    square = g.add("pow", x, g.add_const("s", np.array(2.0, np.float32)))
+    g.outputs = [wide, mixed, square]
+    assert [n.op for n in expand_small_powers(g).nodes] == ["pow", "pow", "mul"]
+    assert g.nodes[2].inputs[0] is x and g.nodes[2].inputs[1] is x

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from ...pass_infra import PassSwitches, run_named_passes
 from ..ir import Graph
-from .activations import combine_swish
+from .activations import combine_swish, expand_small_powers
 from .attention import fuse_attention
 from .fold import fold_batch_norm, fold_constants
 from .fuse_merge import split_shared_reshapes
@@ -70,6 +70,7 @@ def default_graph_passes(target: Any = None, opt_level: int = 3, host: Any = Non
             ("fold_batch_norm", fold_batch_norm),
             ("fold_constants", fold_constants),
             ("combine_swish", combine_swish),
+            ("expand_small_powers", expand_small_powers),
             ("eliminate_common_subexpr", eliminate_common_subexpr),
             ("sink_reshape_past_bias", sink_reshape_past_bias),
             ("fuse_attention", fuse_attention),
