@@ -48,7 +48,7 @@ def combine_swish(g: Graph) -> Graph:
 def expand_small_powers(g: Graph) -> Graph:
     """Rewrite `pow(x, c)` of a float `x` and a constant `c` whose elements all equal 2 or 3
     (`SMALL_POWERS`) to `mul(x, x)` / `mul(mul(x, x), x)` where the result has x's shape
-    and type (at most one rounding more than a correctly rounded pow: 2 ulp)."""
+    and type (one rounding more than a correctly rounded pow: 2 ulp, away from subnormals)."""
     out = []
     for n in g.nodes:
         if n.op == "pow" and len(n.inputs) == 2:
