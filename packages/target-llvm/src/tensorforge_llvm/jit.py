@@ -11,7 +11,7 @@ import ctypes.util
 import os
 import threading
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -161,6 +161,7 @@ def parse(ir_text: str, tm: llvm.TargetMachine) -> llvm.ModuleRef:
     return mod
 
 
+@cache  # every build asks (tuning builds thousands of candidates for one target)
 def enabled_features(opts: CPUOptions) -> frozenset[str]:
     """The checked CPU features (LLVM names) code built with `opts` may use: `-mcpu`'s and
     `-mattr`'s, as `tensorforge.runtime.cpu_features` resolves them for packages."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from tensorforge.errors import PackageError, TensorforgeError
 from .aot_plan import AotPlan, aot_plan
 from .module import ModuleSet
 
-__all__ = ["AotRunner", "entry_args", "entry_for", "plan_for"]
+__all__ = ["AotRunner", "EntryArgs", "entry_args", "entry_for", "plan_for"]
 
 ENTRY_PROTO = ctypes.CFUNCTYPE(ctypes.c_int32, *[ctypes.c_void_p] * 5)
 
@@ -70,17 +70,34 @@ def _table(arrays: Sequence[np.ndarray]) -> Any:
     return (ctypes.c_void_p * max(1, len(arrays)))(*[a.ctypes.data for a in arrays])
 
 
+class EntryArgs(NamedTuple):
+    """An arena's entry arguments (kept alive here; the arrays by the arena)."""
+
+    inputs: Any  #: pointer table of the arena's own input buffers
+    outputs: Any  #: pointer table of the arena's own output buffers
+    params: Any  #: pointer table of the parameters
+    workspace: int  #: the arena's workspace address
+    failed_at: int  #: address of `failed`
+    failed: ctypes.c_int32  #: the failed kernel's index, read on a non-zero status
+    run_inputs: Any  #: a table `AotRunner` fills per call (inputs read in place)
+    run_outputs: Any  #: a table `AotRunner` fills per call (outputs written directly)
+
+    def call(self, entry: Any, inputs: Any = None, outputs: Any = None) -> int:
+        """The entry's status on these tables (the arena's own ones by default)."""
+        return entry(self.inputs if inputs is None else inputs,
+                     self.outputs if outputs is None else outputs,
+                     self.params, self.workspace, self.failed_at)
+
+
 def entry_args(plan: AotPlan, arrays: Sequence[np.ndarray], params: Mapping[str, np.ndarray],
-               workspace: np.ndarray) -> tuple[Any, ...]:
-    """An arena's entry arguments: its pointer tables (inputs, outputs, parameters), its
-    workspace and the failed-kernel slot, then that slot's ctypes object (read on failure)
-    and two tables `AotRunner.run` fills per call (inputs, outputs). The tables are kept
-    alive by the tuple, the arrays by the arena."""
+               workspace: np.ndarray) -> EntryArgs:
+    """An arena's entry arguments (see `EntryArgs`)."""
     ins = [arrays[v] for v in plan.inputs]
     outs = [arrays[v] for v in plan.outputs]
     failed = ctypes.c_int32(-1)
-    return (_table(ins), _table(outs), _table([params[k] for k in plan.params]),
-            workspace.ctypes.data, ctypes.addressof(failed), failed, _table(ins), _table(outs))
+    return EntryArgs(_table(ins), _table(outs), _table([params[k] for k in plan.params]),
+                     workspace.ctypes.data, ctypes.addressof(failed), failed, _table(ins),
+                     _table(outs))
 
 
 def _c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
@@ -151,12 +168,12 @@ class AotRunner:
         arena = pool.acquire()
         try:
             args = arena.entry_args
-            ins, outs = args[6], args[7]
+            ins, outs = args.run_inputs, args.run_outputs
             for slot, ptr in zip(self.in_slots, ptrs):
                 ins[slot] = ptr
             for (slot, _, _), r in zip(direct, results):
                 outs[slot] = r.__array_interface__["data"][0]
-            status = self.ex._entry(ins, outs, args[2], args[3], args[4])
+            status = args.call(self.ex._entry, ins, outs)
             if status:
                 raise self._error(arena, [(q[1], x) for q, x in zip(self.quick or (), xs)],
                                   status)
@@ -174,7 +191,7 @@ class AotRunner:
         arena = ex.pool.acquire()
         try:
             args = arena.entry_args
-            ins = args[6]
+            ins = args.run_inputs
             for vi, x in checked:
                 if x.flags.c_contiguous and x.ctypes.data % x.itemsize == 0 and \
                         vi not in self.read_back:
@@ -183,12 +200,12 @@ class AotRunner:
                     np.copyto(arena.arrays[vi], x)
                     ins[self.in_slot[vi]] = arena.arrays[vi].ctypes.data
             if results is None:
-                outs = args[1]
+                outs = args.outputs
             else:
-                outs = args[7]
+                outs = args.run_outputs
                 for (slot, _, _), r in zip(direct, results):  # type: ignore[arg-type]
                     outs[slot] = r.ctypes.data
-            status = ex._entry(ins, outs, args[2], args[3], args[4])
+            status = args.call(ex._entry, ins, outs)
             if status:
                 raise self._error(arena, checked, status)
             return results if results is not None else ex.get_outputs(arena)
@@ -201,6 +218,6 @@ class AotRunner:
         the error names the offending value it finds in the kernel's arguments."""
         for vi, x in checked:
             np.copyto(arena.arrays[vi], x)
-        i = arena.entry_args[5].value
+        i = arena.entry_args.failed.value
         fn, args, _, _ = arena.calls[i]
         return self.ex._kernel_error(i, fn, status, args)  # type: ignore[no-any-return]

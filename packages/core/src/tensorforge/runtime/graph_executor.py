@@ -38,7 +38,7 @@ import numpy as np
 
 from tensorforge.errors import PackageError, TensorforgeError
 
-from .aot_executor import AotRunner, entry_args, entry_for, plan_for
+from .aot_executor import AotRunner, EntryArgs, entry_args, entry_for, plan_for
 from .aot_plan import workspace_layout
 from .arena import ArenaPool, default_limit
 from .device import DeviceUnavailable
@@ -154,8 +154,8 @@ class Arena:
     pools: list[np.ndarray]
     calls: list[tuple[Any, list[np.ndarray], Any, tuple]]
     device: dict[int, Any] = field(default_factory=dict)
-    #: the ahead-of-time entry's arguments and failed-kernel slot (empty: kernel by kernel)
-    entry_args: tuple[Any, ...] = ()
+    #: the ahead-of-time entry's arguments and failed-kernel slot (None: kernel by kernel)
+    entry_args: EntryArgs | None = None
     #: the bytes the storages are parts of (`aot_plan.workspace_layout`)
     workspace: Any = None
 
@@ -359,10 +359,10 @@ class GraphExecutor:
     def execute(self, arena: Arena) -> None:
         """Run every kernel once over `arena` (inputs already set): one call of the
         ahead-of-time entry, or kernel by kernel."""
-        if arena.entry_args:
-            status = self._entry(*arena.entry_args[:5])
+        if arena.entry_args is not None:
+            status = arena.entry_args.call(self._entry)
             if status:
-                i = arena.entry_args[5].value
+                i = arena.entry_args.failed.value
                 fn, args, _, _ = arena.calls[i]
                 raise self._kernel_error(i, fn, status, args)
             return
