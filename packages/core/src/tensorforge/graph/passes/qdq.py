@@ -37,14 +37,6 @@ from ..registry import get_op
 from .simplify import make_node
 
 
-def _consumers(g: Graph) -> dict[int, list[Node]]:
-    users: dict[int, list[Node]] = {}
-    for n in g.nodes:
-        for v in n.inputs:
-            users.setdefault(id(v), []).append(n)
-    return users
-
-
 def _scalar(v: Value | None) -> Any:
     if v is None:
         return 0
@@ -94,14 +86,14 @@ def _bias(v: Value | None, scale: np.ndarray) -> np.ndarray | None:
     return bq.const.reshape(-1).astype("int32")
 
 
-def _only_user(users: dict[int, list[Node]], v: Value, g: Graph, op: str) -> Node | None:
-    us = users.get(id(v), [])
+def _only_user(users: dict[Value, list[Node]], v: Value, g: Graph, op: str) -> Node | None:
+    us = users.get(v, [])
     if len(us) != 1 or us[0].op != op or any(o is v for o in g.outputs):
         return None
     return us[0]
 
 
-def _match(g: Graph, n: Node, users: dict[int, list[Node]]) -> dict[str, Any] | None:
+def _match(g: Graph, n: Node, users: dict[Value, list[Node]]) -> dict[str, Any] | None:
     if n.attrs.get("groups", 1) != 1 or len(n.inputs[0].shape) != 4:
         return None
     x = _dq_parts(n.inputs[0])
@@ -121,7 +113,7 @@ def _match(g: Graph, n: Node, users: dict[int, list[Node]]) -> dict[str, Any] | 
     if bias is None:
         return None
     y, relu = n.outputs[0], False
-    nxt = users.get(id(y), [])
+    nxt = users.get(y, [])
     if len(nxt) == 1 and nxt[0].op == "relu" and not any(v is y for v in g.outputs):
         relu, y = True, nxt[0].outputs[0]
     q = _only_user(users, y, g, "quantize")
@@ -140,7 +132,7 @@ def fuse_qdq_conv(g: Graph) -> Graph:
     """Rewrite every QDQ convolution that `_match` accepts to an integer `qconv2d` and its
     float32 requantization (see the module docstring), in the place of its quantize node
     (the float convolution is left dead)."""
-    users = _consumers(g)
+    users = g.consumers()
     replaced: dict[int, list[Node]] = {}  # id(quantize node) -> nodes replacing it
     for n in g.nodes:
         m = _match(g, n, users) if n.op == "conv2d" else None
@@ -183,7 +175,7 @@ def fuse_qdq_max_pool(g: Graph) -> Graph:
     """dq(xq, s, z) -> max_pool2d -> q(., s, z) (the quantizer gives a max pool its input's
     scale and zero point) => max_pool2d(xq): the maximum commutes with the monotone
     dequantize, so the int8 pool is exact (ONNX Runtime drops the pair the same way)."""
-    users = _consumers(g)
+    users = g.consumers()
     for n in g.nodes:
         parts = _dq_parts(n.inputs[0]) if n.op == "max_pool2d" and n.inputs else None
         if parts is None or parts[0].dtype not in ("int8", "uint8"):
