@@ -9,6 +9,8 @@ loop and removes it, so the main body vectorizes and has no branch."""
 
 from __future__ import annotations
 
+import functools
+
 from ...arith import Analyzer, IntervalSet, detect_linear_equation, eval_interval
 from ...expr import (
     GE,
@@ -200,10 +202,8 @@ class _DropProven(ExprMutator):
         keep = [x for x in _conjuncts(c.args[0]) if not any(self.eq(x, p) for p in self.proven)]
         if not keep:
             return then
-        cond = keep[0]
-        for x in keep[1:]:
-            cond = _c.logical_and(cond, x)
-        return IfThenElse(Call(c.dtype, "likely", (cond,)), then, other)
+        return IfThenElse(Call(c.dtype, "likely", (functools.reduce(_c.logical_and, keep),)),
+                          then, other)
 
 
 def loop_partition(func: PrimFunc) -> PrimFunc:
