@@ -15,7 +15,8 @@ what an earlier one made (a model file, a tuning database). Words after the lang
 * ``install``: ``pip install`` commands; checked, not run: every requirements file and
   package folder they name exists and CI installs it (``.ci/run`` installs
   requirements-dev.txt, which includes the rest), every ``tensorforge[extra]`` is an extra of
-  core and every ``tensorforge-*`` distribution a package of the repository;
+  core and every ``tensorforge-*`` distribution a package of the repository; what follows a
+  line's ``&&`` (``pip install ... && python3 run.py``: set up, then run) runs as written;
 * ``long``: commands too long for CI (a 40-minute benchmark); checked, not run: each is
   started with ``--help`` (pytest: ``--collect-only``) and must succeed;
 * ``ci``: ``bash .ci/run`` itself (this test runs inside it).
@@ -117,7 +118,7 @@ def check_install(block: Block) -> None:
     extras = set(core["project"]["optional-dependencies"])
     dists = {tomllib.loads(p.read_text())["project"]["name"]
              for p in (ROOT / "packages").glob("*/pyproject.toml")}
-    for line in filter(None, (x.strip() for x in block.code.splitlines())):
+    for line in filter(None, (x.split("&&")[0].strip() for x in block.code.splitlines())):
         words = shlex.split(line, comments=True)
         assert words[-2:] != ["pip", "install"] and "install" in words and any(
             "pip" in w for w in words), f"{block.where}: not a pip install: {line}"
@@ -215,6 +216,11 @@ def test_doc_blocks_run_as_written(doc, tmp_path):
             assert (ROOT / ".ci" / "run").is_file()
         elif "install" in block.flags:
             check_install(block)
+            then = "\n".join(x.split("&&", 1)[1].strip() for x in block.code.splitlines()
+                              if "&&" in x)
+            if then:  # the command the install sets up for
+                run_block(Block(block.path, block.line, block.lang, block.flags, then), work,
+                          env)
         elif "long" in block.flags:
             check_long(block, ROOT if "repo" in block.flags else work, env)
         elif block.lang in RUN:
