@@ -59,3 +59,18 @@ def onnx_frontend(plugins):
     pytest.importorskip("onnx")
     pytest.importorskip("tensorforge_onnx.frontend")
     plugins.register("tensorforge_onnx.plugin", "onnx", distribution="tensorforge-frontend-onnx")
+
+
+@pytest.fixture
+def relu_onnx(tmp_path) -> Path:
+    """`one.onnx` in tmp_path: one Relu on float32[2, 8] (input `x`), a model that compiles to
+    exactly one kernel (skips without onnx)."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "one",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])])
+    path = tmp_path / "one.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path

@@ -21,17 +21,6 @@ onnx = pytest.importorskip("onnx")
 SUBCOMMANDS = [add.__name__.removeprefix("add_") for add in COMMANDS]
 
 
-def relu_onnx(path):
-    """One Relu: a model that compiles to exactly one kernel."""
-    from onnx import TensorProto, helper
-
-    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "one",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])])
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
-    return path
-
-
 def _flat(text: str) -> str:
     return " ".join(text.split())
 
@@ -116,8 +105,8 @@ def test_flags_do_not_reset_each_other():
 
 
 # ---- tforge compile: progress, quiet, plurals, pass names ------------------------------------
-def test_compile_is_quiet_when_piped_and_verbose_on_request(tforge, tmp_path):
-    model = relu_onnx(tmp_path / "one.onnx")
+def test_compile_is_quiet_when_piped_and_verbose_on_request(tforge, tmp_path, relu_onnx):
+    model = relu_onnx
     out = str(tmp_path / "one.tfpkg")
     plain = tforge("compile", str(model), "-o", out)
     assert plain.returncode == 0, plain.stderr
@@ -156,9 +145,9 @@ def test_stage_progress_on_a_terminal_counts_up_in_place():
     ("TENSORFORGE_PRINT_GRAPH_AFTER", "layout", "layout_transform"),
     ("TENSORFORGE_DISABLE_PASSES", "unrol", "unroll"),
 ])
-def test_unknown_pass_names_are_an_error_listing_the_valid_ones(tforge, tmp_path, var, name,
-                                                                 valid):
-    model = relu_onnx(tmp_path / "one.onnx")
+def test_unknown_pass_names_are_an_error_listing_the_valid_ones(tforge, tmp_path, relu_onnx,
+                                                                 var, name, valid):
+    model = relu_onnx
     proc = tforge("compile", str(model), "-o", str(tmp_path / "one.tfpkg"), env={var: name})
     assert proc.returncode == 1, proc.stdout
     msg = _flat(proc.stderr)
@@ -169,8 +158,8 @@ def test_unknown_pass_names_are_an_error_listing_the_valid_ones(tforge, tmp_path
     assert ok.returncode == 0, ok.stderr
 
 
-def test_run_without_an_input_suggests_fill_random(tforge, tmp_path):
-    model = relu_onnx(tmp_path / "one.onnx")
+def test_run_without_an_input_suggests_fill_random(tforge, tmp_path, relu_onnx):
+    model = relu_onnx
     pkg = str(tmp_path / "one.tfpkg")
     assert tforge("compile", str(model), "-o", pkg).returncode == 0
     proc = tforge("run", pkg)

@@ -5,7 +5,8 @@ longer drift from the code unnoticed:
 
 * ``python``: run as a script (a fresh interpreter);
 * ``bash`` / ``sh``: run with ``bash -euo pipefail``;
-* ``text``: shown, not run (program output, a file tree, a syntax sketch);
+* ``text``: shown, not run (program output, a file tree, a syntax sketch); never a command
+  line or Python code, which would escape this test (`test_no_command_or_code_is_shown_as_text`);
 * ``toml``: parsed.
 
 Blocks of one file run in order in one fresh temporary directory, so a later block may use
@@ -21,13 +22,15 @@ what an earlier one made (a model file, a tuning database). Words after the lang
   started with ``--help`` (pytest: ``--collect-only``) and must succeed;
 * ``ci``: ``bash .ci/run`` itself (this test runs inside it).
 
-``python``, ``tforge`` and ``python3`` resolve to the interpreter running the tests. A file whose
-blocks import an optional framework (TensorFlow / Keras, PyTorch) is skipped, with the reason,
-where that framework is not installed (CI installs them, so they run there).
+``python``, ``python3``, ``tforge`` and ``pytest`` resolve to the interpreter running the
+tests. A file whose blocks import an optional framework (TensorFlow / Keras, PyTorch) is
+skipped, with the reason, where that framework is not installed (CI installs them, so they run
+there).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shlex
@@ -48,6 +51,8 @@ FLAGS = {"repo", "install", "long", "ci"}
 FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
 #: frameworks a doc may use that a machine may lack (the module a block imports -> what it is)
 OPTIONAL = {"keras": "TensorFlow / Keras", "tensorflow": "TensorFlow", "torch": "PyTorch"}
+#: a command line: VAR=value words, then python / python3 / pytest (any path to them)
+COMMAND = re.compile(r"^(?:[A-Za-z_]\w*=\S*\s+)*(?:\S*/)?(?:python3?|pytest)(?:\s|$)")
 IMPORT = re.compile(r"\b(?:import|from)\s+(" + "|".join(OPTIONAL) + r")\b")
 
 
@@ -93,9 +98,10 @@ def _env(bin_dir: Path) -> dict[str, str]:
 
 
 def _shims(where: Path) -> Path:
-    """`python`, `python3` and `tforge` of this interpreter, first on PATH."""
+    """`python`, `python3`, `tforge` and `pytest` of this interpreter, first on PATH."""
     where.mkdir(exist_ok=True)
-    for name, cmd in (("python", ""), ("python3", ""), ("tforge", " -m tensorforge")):
+    for name, cmd in (("python", ""), ("python3", ""), ("tforge", " -m tensorforge"),
+                      ("pytest", " -m pytest")):
         shim = where / name
         shim.write_text(f'#!/bin/sh\nexec "{sys.executable}"{cmd} "$@"\n')
         shim.chmod(0o755)
@@ -176,6 +182,45 @@ def test_every_block_says_what_it_is():
     assert not bad, ("code blocks must be ```python, ```bash, ```text (output or a sketch) or "
                      "```toml, optionally followed by " + ", ".join(sorted(FLAGS)) + ":\n"
                      + "\n".join(bad))
+
+
+def hidden_in_text(block: Block) -> str | None:
+    """Why the ``text`` block ``block`` is really a command or code (run or checked if marked
+    so), or None: a line that runs python / pytest, or Python that assigns or calls."""
+    if block.lang != "text":
+        return None
+    for line in block.code.splitlines():
+        if COMMAND.match(line.strip()):
+            return f"a command: {line.strip()}"
+    try:
+        tree = ast.parse(block.code)
+    except SyntaxError:
+        return None
+    if any(isinstance(node, ast.Assign | ast.Call) for node in ast.walk(tree)):
+        return "Python code"
+    return None
+
+
+def test_no_command_or_code_is_shown_as_text():
+    bad = [f"{b.where}: {why}" for path in DOCS for b in blocks(path)
+           if (why := hidden_in_text(b))]
+    assert not bad, ("these ```text blocks are commands or code: mark them ```bash (```bash "
+                     "long for a command too long for CI) or ```python so they are run or "
+                     "checked:\n" + "\n".join(bad))
+
+
+@pytest.mark.parametrize("code, why", [
+    ("python benchmarks/x.py --rounds 9\n", "a command: python benchmarks/x.py --rounds 9"),
+    ("TENSORFORGE_X=1 pytest tests/fuzz   # note\n", "a command: TENSORFORGE_X=1 pytest"),
+    ("/opt/env/bin/python3 run.py\n", "a command: /opt/env/bin/python3 run.py"),
+    ("m = tensorforge.compile(g)\n", "Python code"),
+    ("tforge compile MODEL [--input-shape x=1,3]\n", None),  # a syntax sketch
+    ("packages/core   the core\npythonic\n", None),
+    ("graph ──pass──▶ groups\n", None),
+])
+def test_commands_and_code_in_text_blocks_are_found(code, why):
+    found = hidden_in_text(Block(ROOT / "README.md", 1, "text", set(), code))
+    assert found == why or (why and found and found.startswith(why)), found
 
 
 def test_the_block_parser(tmp_path):

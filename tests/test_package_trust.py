@@ -277,6 +277,18 @@ def test_an_aarch64_package_on_another_machine_names_both(llvm_target, tmp_path:
         tensorforge.load(bad)
 
 
+
+def test_a_package_for_another_os_names_both(pkg: Path, tmp_path: Path) -> None:
+    """Same CPU, other OS (a manifest saying the library is for macOS): refused before the
+    library is opened, naming the OS it was built for and this machine's."""
+    other = "windows" if cpu_features.host_os() == "darwin" else "darwin"
+    bad = rewrite(pkg, tmp_path / "other-os.tfpkg", {}, manifest=lambda m: m["modules"][0][
+        "requires"].update(os=other))
+    arch, here = cpu_features.host_arch(), cpu_features.host_os()
+    with pytest.raises(PackageError, match=rf"built for {arch}-{other} .*but this machine is "
+                                           rf"{arch}-{here}; compile the model for this machine"):
+        tensorforge.load(bad)
+
 def test_a_failed_load_leaves_no_temporary_files(pkg: Path, tmp_path: Path, monkeypatch,
                                                  evil_lib) -> None:
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))

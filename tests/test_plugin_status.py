@@ -108,6 +108,85 @@ def test_compiling_for_a_gpu_tag_reaches_the_model(tforge, tmp_path):
     assert "never-read.onnx' does not exist" in " ".join(proc.stderr.split())
 
 
+
+def _installed_plugin(where, codegen: str | None = None) -> str:
+    """A plugin distribution `soon-tensorforge` "installed" in ``where`` (a folder for
+    PYTHONPATH: its package and a .dist-info with the entry point), registering the target kind
+    `soon`, whose code generator `soon_tf.codegen` exists only when ``codegen`` gives its
+    source. Returns the folder."""
+    pkg = where / "soon_tf"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "plugin.py").write_text(
+        "from tensorforge.plugins import hookimpl\n"
+        "from tensorforge.target import TargetKind\n\n"
+        "@hookimpl\n"
+        "def register_targets(register):\n"
+        "    register(TargetKind('soon', 'soon', build='soon_tf.codegen:build',\n"
+        "                        description='a target whose code generator is not built'))\n")
+    if codegen is not None:
+        (pkg / "codegen.py").write_text(codegen)
+    meta = where / "soon_tensorforge-0.1.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: soon-tensorforge\n"
+                                   "Version: 0.1\n")
+    (meta / "entry_points.txt").write_text("[tensorforge]\nsoon = soon_tf.plugin\n")
+    return str(where)
+
+
+@pytest.mark.entry_points
+def test_an_installed_plugin_without_its_codegen_says_so_everywhere(tforge, tmp_path,
+                                                                   relu_onnx):
+    """The GPU and VDLA code generators have landed, so no first-party target shows the
+    not-ready path any more: a plugin registered without its codegen module stands in, through
+    the real entry points and `tforge` in a subprocess."""
+    path = _installed_plugin(tmp_path / "site")
+    planned = "codegen not built yet (planned)"
+    plugins = tforge("plugins", pythonpath=path)
+    assert plugins.returncode == 0, plugins.stderr
+    row = next(line for line in plugins.stdout.splitlines() if line.startswith("soon "))
+    assert "soon-tensorforge 0.1" in row and row.endswith(planned), row
+    llvm = next(line for line in plugins.stdout.splitlines() if line.startswith("llvm "))
+    assert llvm.endswith("ready")
+    doc = json.loads(tforge("plugins", "--json", pythonpath=path).stdout)
+    soon = next(p for p in doc["plugins"] if p["name"] == "soon")
+    assert soon["status"] == "loaded" and soon["readiness"] == planned
+    assert soon["targets"]["soon"] == {"state": "planned", "detail": planned}
+    targets = tforge("targets", pythonpath=path).stdout
+    row = next(line for line in targets.splitlines() if line.startswith("  soon "))
+    assert planned in row and "soon-tensorforge" in row, row
+    kinds = {k["name"]: k for k in json.loads(
+        tforge("targets", "--json", pythonpath=path).stdout)["targets"]}
+    assert kinds["soon"]["status"] == "planned" and kinds["llvm"]["status"] == "ready"
+    assert planned in tforge("targets", "soon", pythonpath=path).stdout
+
+    model = relu_onnx
+    proc = tforge("compile", str(model), "--target", "soon", "-o", str(tmp_path / "one.tfpkg"),
+                  pythonpath=path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "internal error" not in proc.stderr and "ModuleNotFoundError" not in proc.stderr
+    msg = " ".join(proc.stderr.split())
+    assert msg.startswith(f"tforge: error: target 'soon' cannot compile: {planned}; ready: ")
+    assert "llvm" in msg.split("ready: ")[1]
+    assert not (tmp_path / "one.tfpkg").exists()
+
+
+@pytest.mark.entry_points
+def test_a_codegen_whose_dependency_is_missing_is_a_one_line_error(tforge, tmp_path,
+                                                                  relu_onnx):
+    """The codegen module exists (status "ready": status never imports it) but imports a module
+    that is not installed: compiling names that module and the command that installs it."""
+    path = _installed_plugin(tmp_path / "site", codegen="import no_such_sdk_xyz\n\n"
+                             "def build(funcs, target):\n    return None\n")
+    model = relu_onnx
+    proc = tforge("compile", str(model), "--target", "soon", "-o", str(tmp_path / "one.tfpkg"),
+                  pythonpath=path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert " ".join(proc.stderr.split()) == (
+        "tforge: error: cannot compile for target 'soon': its code generator needs "
+        "'no_such_sdk_xyz', which is not installed: pip install no_such_sdk_xyz")
+
+
 # ---- install hints -----------------------------------------------------------------------------
 def test_hint_in_a_source_checkout_is_an_editable_install(monkeypatch, repo_root):
     assert known.source_checkout() == repo_root  # these tests run from the checkout
