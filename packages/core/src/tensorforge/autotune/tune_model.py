@@ -174,7 +174,7 @@ def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = 
         if own:
             measurer.close()
         path = None
-        if plot and database.path != ":memory:" and database.count():
+        if plot and database.path not in ("", ":memory:") and database.count():  # "": a temporary database
             path = (os.fspath(plot) if not isinstance(plot, bool)
                     else os.path.splitext(database.path)[0] + "-curves.png")
             try:
