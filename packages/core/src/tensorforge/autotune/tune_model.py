@@ -174,7 +174,8 @@ def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = 
         if own:
             measurer.close()
         path = None
-        if plot and database.path not in ("", ":memory:") and database.count():  # "": a temporary database
+        # no curves for a temporary database (path "") or one in memory
+        if plot and database.path not in ("", ":memory:") and database.count():
             path = (os.fspath(plot) if not isinstance(plot, bool)
                     else os.path.splitext(database.path)[0] + "-curves.png")
             try:
