@@ -11,18 +11,14 @@ import pytest
 
 import tensorforge
 from tensorforge.autotune import Database, Record, tune_task
-from tensorforge.autotune.graph_tasks import (
-    GroupTask,
-    extract_tasks,
-    group_workload,
-    rebuild_group,
-)
 from tensorforge.autotune.measure import MeasureResult
 from tensorforge.autotune.scheduler import TaskScheduler
 from tensorforge.autotune.task import Task
 from tensorforge.autotune.template import template
 from tensorforge.compiler import plan
 from tensorforge.compiler.compile import workload_key
+from tensorforge.compiler.group_tasks import GroupTask, group_workload, rebuild_group
+from tensorforge.compiler.model_tuning import extract_tasks
 from tensorforge.graph import Graph, run_reference
 
 TARGET = "llvm -num-threads=1"
