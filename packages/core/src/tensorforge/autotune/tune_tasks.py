@@ -144,19 +144,35 @@ def tune_tasks(tasks: Sequence[Task], target: Any,
     repeated, and reported apart as ``earlier``); ``plot`` True writes the curves next to the
     database (``<db>-curves.png``), a path writes them there; ``log`` takes the notes."""
     from ..target import Target
-    from ..tir.transform.pipeline import is_gpu
-    from .report import make_display, plot_curves
 
     tgt = Target.coerce(target)
     database = db if isinstance(db, Database) else Database(db)
+    try:
+        return _tune(list(tasks), tgt, database, n_trials, tuner, time_budget, early_stopping,
+                     executor, batch_size, progress, plot, seed, measurer, callbacks, log)
+    finally:
+        if not isinstance(db, Database):
+            database.close()
+
+
+def _tune(tasks: list[Task], tgt: Any, database: Database, n_trials: int | None, tuner: str,
+          time_budget: float | str | None, early_stopping: int | None, executor: str,
+          batch_size: int, progress: str, plot: str | os.PathLike[str] | bool | None,
+          seed: int, measurer: Measurer | None,
+          callbacks: Sequence[Callable[[SchedulerProgress], None]],
+          log: Callable[[str], None]) -> TuneModelResult:
+    from ..tir.transform.pipeline import is_gpu
+    from .report import make_display, plot_curves
+
     own = measurer is None
     # a device compiles each kernel at its first launch (pocl: seconds for a big one)
     measurer = measurer or make_measurer(executor, timeout=60.0 if is_gpu(tgt) else 10.0)
     display = make_display(progress) if progress != "none" else None
-    sched = TaskScheduler(list(tasks), database, measurer, tuner, n_trials,
-                          parse_duration(time_budget), batch_size, early_stopping, seed=seed,
-                          callbacks=[*([display] if display else []), *callbacks])
+    path = None
     try:
+        sched = TaskScheduler(tasks, database, measurer, tuner, n_trials,
+                              parse_duration(time_budget), batch_size, early_stopping,
+                              seed=seed, callbacks=[*([display] if display else []), *callbacks])
         states = sched.tune()
         _defaults_from_records(states, database)
     finally:
@@ -164,22 +180,19 @@ def tune_tasks(tasks: Sequence[Task], target: Any,
             display.close()
         if own:
             measurer.close()
-        path = None
         # no path ("" is a temporary database): no default place for the plot
         if plot and database.path not in ("", ":memory:") and database.count():
             path = (os.fspath(plot) if not isinstance(plot, bool)
                     else os.path.splitext(database.path)[0] + "-curves.png")
             try:
-                plot_curves(database, list(tasks), path)
+                plot_curves(database, tasks, path)
             except ImportError:
                 log("no tuning-curve plot: matplotlib is not installed (pip install matplotlib;"
                     " --no-plot skips the plot)")
                 path = None
-        if not isinstance(db, Database):
-            database.close()
     errors: dict[str, int] = {}
     for st in states:
         for k, n in (st.session.errors if st.session else {}).items():
             errors[k] = errors.get(k, 0) + n
-    return TuneModelResult(list(tasks), states, sched.stopped, sched.elapsed, sched.new_trials,
-                           path, errors, sched.earlier, sched.duplicates)
+    return TuneModelResult(tasks, states, sched.stopped, sched.elapsed, sched.new_trials, path,
+                           errors, sched.earlier, sched.duplicates)
