@@ -50,7 +50,7 @@ def _conv(C: int, H: int, OC: int, k: int, stride: int) -> Any:
 
 
 def _graph_task(model_path: str, strategy: str, index: int = 0) -> Any:
-    from tensorforge.autotune import extract_tasks
+    from tensorforge.compiler.model_tuning import extract_tasks
 
     tasks = [t for t in extract_tasks(model_path, TARGET) if t.name.startswith(strategy)]
     return tasks[index]

@@ -11,18 +11,14 @@ import pytest
 
 import tensorforge
 from tensorforge.autotune import Database, Record, tune_task
-from tensorforge.autotune.graph_tasks import (
-    GroupTask,
-    extract_tasks,
-    group_workload,
-    rebuild_group,
-)
 from tensorforge.autotune.measure import MeasureResult
 from tensorforge.autotune.scheduler import TaskScheduler
 from tensorforge.autotune.task import Task
 from tensorforge.autotune.template import template
 from tensorforge.compiler import plan
 from tensorforge.compiler.compile import workload_key
+from tensorforge.compiler.group_tasks import GroupTask, group_workload, rebuild_group
+from tensorforge.compiler.model_tuning import extract_tasks
 from tensorforge.graph import Graph, run_reference
 
 TARGET = "llvm -num-threads=1"
@@ -234,3 +230,21 @@ def test_scheduler_time_budget_and_resume(llvm_target, tmp_path):
         again.tune()
         assert again.total() == 36 and again.new_trials == 16 and again.stopped == "trials"
         assert len(db.records()) == 36
+
+
+def test_tune_tasks_runs_any_weighted_tasks(llvm_target, tmp_path):
+    """``autotune.tune_tasks``: the search half of ``tune_model``, on tasks that come from no
+    graph; the database given by path is opened and closed by it, the notes go to ``log``."""
+    from tensorforge.autotune import tune_tasks
+
+    tasks = _tasks((64, 1e-3, 0.5, 2), (64, 1e-3, 0.2, 1))
+    notes: list[str] = []
+    res = tune_tasks(tasks, TARGET, tmp_path / "t.db", n_trials=16, tuner="grid", batch_size=4,
+                     progress="none", plot=True, measurer=FakeMeasurer(), log=notes.append)
+    assert res.new_trials == 16 and res.stopped == "trials" and res.tasks == tasks
+    assert 0 < res.latency_tuned < res.latency_default
+    with Database(tmp_path / "t.db") as db:
+        assert len(db.records()) == 16
+    # the plot, or the note that says why there is none
+    assert (res.plot is not None and (tmp_path / "t-curves.png").exists()) or \
+        any("matplotlib" in n for n in notes)

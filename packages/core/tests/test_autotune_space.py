@@ -103,7 +103,7 @@ def test_task_key_and_json(llvm_target) -> None:
 
 
 def test_default_config_is_the_hand_schedule(llvm_target) -> None:
-    from tensorforge.autotune.templates_cpu import vector_lanes
+    from tensorforge.ops.schedule_generic import vector_lanes
     from tensorforge.ops.schedules_cpu import (
         cpu_tiles,
         schedule_conv2d_nchwc,

@@ -3,7 +3,11 @@
 
 Templates are found by name. A worker process that has not imported the module defining a
 template imports it from the template's ``module`` (stored with every task), so templates
-defined anywhere importable work in measurement workers too.
+defined anywhere importable work in measurement workers too. Core's own templates live beside
+what they schedule (``ops/templates_cpu.py``, ``ops/templates_gpu.py``, the fused groups'
+``compiler/group_tasks.py``): the package root lists them (``tensorforge.TEMPLATE_MODULES``)
+so that this layer, below them, names none. A stored module that no longer exists (records
+written before a template moved) falls back to those.
 """
 
 from __future__ import annotations
@@ -13,13 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .. import TEMPLATE_MODULES
 from .space import ConfigEntity, ConfigSpace
 
 __all__ = ["Template", "get_template", "list_templates", "template"]
 
 _TEMPLATES: dict[str, Template] = {}
-#: modules imported when a template name is unknown (the built-in templates)
-BUILTIN_MODULES = ("tensorforge.autotune.templates_cpu", "tensorforge.autotune.templates_gpu")
 
 
 @dataclass(frozen=True)
@@ -58,8 +61,13 @@ def template(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 def get_template(name: str, module: str | None = None) -> Template:
     """The template called ``name``, importing ``module`` (or the built-ins) if needed."""
     if name not in _TEMPLATES:
-        for mod in ((module,) if module else ()) + BUILTIN_MODULES:
-            importlib.import_module(mod)
+        for mod in ((module,) if module else ()) + TEMPLATE_MODULES:
+            try:
+                importlib.import_module(mod)
+            except ModuleNotFoundError as e:
+                if mod != module or not _missing(e, mod):
+                    raise  # a module that exists but fails to import: say why
+                continue  # a stale stored module: the template moved, find it by name
             if name in _TEMPLATES:
                 break
     try:
@@ -69,7 +77,13 @@ def get_template(name: str, module: str | None = None) -> Template:
         raise KeyError(f"no tuning template {name!r} (known: {known})") from None
 
 
+def _missing(error: ModuleNotFoundError, module: str) -> bool:
+    """Whether ``error`` says ``module`` itself (or a package above it) does not exist."""
+    return error.name is not None and (module == error.name or
+                                       module.startswith(error.name + "."))
+
+
 def list_templates() -> list[str]:
-    for mod in BUILTIN_MODULES:
+    for mod in TEMPLATE_MODULES:
         importlib.import_module(mod)
     return sorted(_TEMPLATES)

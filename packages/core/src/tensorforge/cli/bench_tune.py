@@ -131,7 +131,8 @@ def run_tune(args: argparse.Namespace) -> int:
     import math
 
     from tensorforge.autotune.report import summary_lines
-    from tensorforge.autotune.tune_model import parse_duration, tune_model
+    from tensorforge.autotune.tune_tasks import parse_duration
+    from tensorforge.compiler.model_tuning import tune_model
 
     try:
         budget = parse_duration(args.time_budget)

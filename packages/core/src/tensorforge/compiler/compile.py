@@ -234,8 +234,8 @@ def compile(model: Any, target: Any = "llvm", input_shapes: dict[str, Any] | Non
         """Strategies and tuning records of one device's target."""
         if gt.kind.name not in contexts:
             tun = None
-            if tuning_db is not None:  # the search engine sits above the compiler: import late
-                from ..autotune.graph_tasks import TuningContext
+            if tuning_db is not None:  # the search engine loads only when tuning records apply
+                from .group_tasks import TuningContext
 
                 tun = TuningContext(tuning_db, gt)
             contexts[gt.kind.name] = (get_registry().strategies(gt), tun)

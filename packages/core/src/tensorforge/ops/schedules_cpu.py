@@ -2,8 +2,9 @@
 
 Each function declares the computation (placeholders + TE compute) and returns
 ``(schedule, args)`` with the outputs last, ready for ``tensorforge.build(s, args, target)``.
-They are what `benchmarks/` times and what the tests check against numpy; later schedule
-templates and the tuner start from them.
+They are what `benchmarks/` times and what the tests check against numpy: each is a tunable
+template of `templates_cpu.py` at one fixed config (``cpu_tiles``, the hand register tiles,
+lives there too: the templates' default configs use them).
 
 The shape of both is the classic register-blocked micro-kernel: an accumulator tile of
 ``rows x vec`` lanes lives in registers (``cache_write(..., "local")`` computed at the output
@@ -16,31 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..autotune.space import ConfigSpace
+from .templates_cpu import conv2d_nchwc_template, cpu_tiles, matmul_packed_template
+
 __all__ = ["cpu_tiles", "schedule_conv2d_nchwc", "schedule_matmul_packed"]
-
-
-def cpu_tiles(lanes: int) -> dict[str, dict[str, int]]:
-    """Register tiles that fit the vector register file for float32 vectors of ``lanes``.
-
-    16 lanes (AVX-512, 32 registers): matmul 8 x 32 (16 accumulators), conv 7 pixels x 32
-    output channels (14). 8 lanes (AVX2, 16 registers): matmul 4 x 16, conv 4 x 16 (8 each).
-    Otherwise (4 lanes: SSE, NEON): 4 x 8 and 7 x 8. Only the 16-lane tiles are tuned (on
-    Zen 4); the others are first guesses that keep the accumulators in registers.
-    """
-    if lanes >= 16:
-        return {"matmul": {"mr": 8, "bn": 32, "ku": 4},
-                "conv2d": {"ic_bn": 16, "oc_bn": 32, "reg_n": 7}}
-    if lanes >= 8:
-        return {"matmul": {"mr": 4, "bn": 16, "ku": 4},
-                "conv2d": {"ic_bn": 16, "oc_bn": 16, "reg_n": 4}}
-    return {"matmul": {"mr": 4, "bn": 8, "ku": 4},
-            "conv2d": {"ic_bn": 8, "oc_bn": 8, "reg_n": 7}}
 
 
 def _fixed(template_fn: Any, workload: tuple, knobs: dict[str, Any]) -> Any:
     """The config of `template_fn`'s space with the given knob values (the rest default)."""
-    from ..autotune.space import ConfigSpace
-
     space = ConfigSpace(None)
     template_fn(space, *workload)
     values = space.get(space.default_index).values()
@@ -60,8 +44,6 @@ def schedule_matmul_packed(M: int, N: int, K: int, bn: int = 32, mr: int = 8, ku
 
     This is the tunable template ``matmul_packed.llvm`` at one fixed config.
     """
-    from ..autotune.templates_cpu import matmul_packed_template
-
     if M % mr or N % bn or K % ku:
         raise ValueError(f"schedule_matmul_packed: M={M}, N={N}, K={K} must be multiples of "
                          f"mr={mr}, bn={bn}, ku={ku}")
@@ -87,8 +69,6 @@ def schedule_conv2d_nchwc(N: int, C: int, H: int, W: int, OC: int, kh: int = 3, 
 
     This is the tunable template ``conv2d_nchwc.llvm`` at one fixed config.
     """
-    from ..autotune.templates_cpu import conv2d_nchwc_template
-
     OW = (W + 2 * padding - kw) // stride + 1
     if C % ic_bn or OC % oc_bn or OW % reg_n:
         raise ValueError(f"schedule_conv2d_nchwc: C={C}, OC={OC}, OW={OW} must be multiples of "

@@ -1,8 +1,10 @@
-"""``tune_model``: extract a model's tasks, tune them under one budget with the task
-scheduler, show progress, plot the tuning curves; what ``tforge tune`` runs.
+"""``tune_tasks``: tune weighted tasks under one budget with the task scheduler, show
+progress, plot the tuning curves; the search half of ``tforge tune``.
 
-    tune_model("resnet18.onnx", "llvm -num-threads=1", db="tuning.db", time_budget=600)
-    model = tensorforge.compile("resnet18.onnx", "llvm -num-threads=1", tuning_db="tuning.db")
+A model's tasks come from the compiler (``tensorforge.compiler.model_tuning``: it plans the
+model and calls ``tune_tasks``); this module knows tasks, not graphs.
+
+    tune_tasks(tasks, "llvm -num-threads=1", db="tuning.db", time_budget=600)
 """
 
 from __future__ import annotations
@@ -10,20 +12,19 @@ from __future__ import annotations
 import math
 import os
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TensorforgeError
-from ..text import plural
 from .database import Database
 from .executor import Executor, LocalExecutor
-from .graph_tasks import GroupTask, extract_tasks
 from .measure import Builder, Measurer, Runner
 from .scheduler import SchedulerProgress, TaskScheduler, TaskState
+from .task import Task
 
-__all__ = ["TuneModelResult", "make_measurer", "parse_duration", "tune_model"]
+__all__ = ["TuneModelResult", "check_device", "make_measurer", "parse_duration",
+           "tune_tasks"]
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -72,7 +73,10 @@ def make_measurer(executor: str = "local", n_parallel: int | None = None, repeat
 
 @dataclass
 class TuneModelResult:
-    tasks: list[GroupTask]
+    """What ``tune_tasks`` (and ``tune_model``) did: per-task states, why it stopped,
+    trials, the plot's path, error counts."""
+
+    tasks: list[Task]
     states: list[TaskState]
     stopped: str
     elapsed: float
@@ -126,46 +130,49 @@ def check_device(tgt: Any) -> None:
             "records then apply anywhere with `tforge compile --tuning-db`)") from None
 
 
-def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = "tuning.db",
-               n_trials: int | None = None, tuner: str = "xgb",
-               time_budget: float | str | None = None, early_stopping: int | None = None,
-               executor: str = "local", batch_size: int = 8,
-               input_shapes: dict[str, Any] | None = None, progress: str = "auto",
+def tune_tasks(tasks: Sequence[Task], target: Any,
+               db: str | os.PathLike[str] | Database = "tuning.db", n_trials: int | None = None,
+               tuner: str = "xgb", time_budget: float | str | None = None,
+               early_stopping: int | None = None, executor: str = "local",
+               batch_size: int = 8, progress: str = "auto",
                plot: str | os.PathLike[str] | bool | None = True, seed: int = 0,
                measurer: Measurer | None = None,
                callbacks: Sequence[Callable[[SchedulerProgress], None]] = (),
                log: Callable[[str], None] = print) -> TuneModelResult:
-    """Tune every task of ``model`` on ``target`` into ``db``: ``n_trials`` new trials at
-    most (records already in ``db`` are used, not repeated, and reported apart as
-    ``earlier``); ``plot`` True writes the curves next to the database
-    (``<db>-curves.png``), a path writes them there."""
+    """Tune ``tasks`` (of ``target``, weighted by how often each runs) into ``db`` under one
+    budget: ``n_trials`` new trials at most (records already in ``db`` are used, not
+    repeated, and reported apart as ``earlier``); ``plot`` True writes the curves next to the
+    database (``<db>-curves.png``), a path writes them there; ``log`` takes the notes."""
     from ..target import Target
-    from .report import make_display, plot_curves
 
     tgt = Target.coerce(target)
-    tgt.kind.load_build()  # a target that cannot compile here: say so before any work
-    check_device(tgt)  # nor one whose device is missing: candidates are timed on it
-    t0 = time.monotonic()
-    database = db if isinstance(db, Database) else Database(db)  # bad paths: refused first
+    database = db if isinstance(db, Database) else Database(db)
     try:
-        tasks = extract_tasks(model, tgt, input_shapes)
-    except BaseException:
+        return _tune(list(tasks), tgt, database, n_trials, tuner, time_budget, early_stopping,
+                     executor, batch_size, progress, plot, seed, measurer, callbacks, log)
+    finally:
         if not isinstance(db, Database):
             database.close()
-        raise
-    log(f"{plural(len(tasks), 'task')} ({plural(int(sum(t.weight for t in tasks)), 'kernel')}"
-        f"), {plural(sum(len(t.config_space) for t in tasks), 'config')} in all, "
-        f"extracted in {time.monotonic() - t0:.1f} s; records go to {database.path}")
+
+
+def _tune(tasks: list[Task], tgt: Any, database: Database, n_trials: int | None, tuner: str,
+          time_budget: float | str | None, early_stopping: int | None, executor: str,
+          batch_size: int, progress: str, plot: str | os.PathLike[str] | bool | None,
+          seed: int, measurer: Measurer | None,
+          callbacks: Sequence[Callable[[SchedulerProgress], None]],
+          log: Callable[[str], None]) -> TuneModelResult:
+    from ..tir.transform.pipeline import is_gpu
+    from .report import make_display, plot_curves
+
     own = measurer is None
     # a device compiles each kernel at its first launch (pocl: seconds for a big one)
-    from ..tir.transform.pipeline import is_gpu
-
     measurer = measurer or make_measurer(executor, timeout=60.0 if is_gpu(tgt) else 10.0)
     display = make_display(progress) if progress != "none" else None
-    sched = TaskScheduler(tasks, database, measurer, tuner, n_trials,
-                          parse_duration(time_budget), batch_size, early_stopping, seed=seed,
-                          callbacks=[*([display] if display else []), *callbacks])
+    path = None
     try:
+        sched = TaskScheduler(tasks, database, measurer, tuner, n_trials,
+                              parse_duration(time_budget), batch_size, early_stopping,
+                              seed=seed, callbacks=[*([display] if display else []), *callbacks])
         states = sched.tune()
         _defaults_from_records(states, database)
     finally:
@@ -173,7 +180,6 @@ def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = 
             display.close()
         if own:
             measurer.close()
-        path = None
         # no path ("" is a temporary database): no default place for the plot
         if plot and database.path not in ("", ":memory:") and database.count():
             path = (os.fspath(plot) if not isinstance(plot, bool)
@@ -184,8 +190,6 @@ def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = 
                 log("no tuning-curve plot: matplotlib is not installed (pip install matplotlib;"
                     " --no-plot skips the plot)")
                 path = None
-        if not isinstance(db, Database):
-            database.close()
     errors: dict[str, int] = {}
     for st in states:
         for k, n in (st.session.errors if st.session else {}).items():

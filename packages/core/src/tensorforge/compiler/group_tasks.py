@@ -1,16 +1,17 @@
-"""Tuning tasks of a model, and applying their records at compile time.
+"""The tuning tasks of fused groups, and applying their records at compile time.
 
 A task is one distinct fused-group workload: the master op's strategy plus the group's ops,
 attributes, shapes, dtypes and wiring (what ``compiler.compile.workload_key`` compares) on a
-target; its weight is how many groups of the model share it. The workload travels as JSON
-(``group_workload``), so the ``graph_group`` template rebuilds the group's TE, epilogue
-included, in a measurement worker and schedules it with the strategy and a config: the kernel
-measured is the kernel the model runs. Constants become inputs filled with random data
-(their values do not change the timing).
+target; its weight is how many groups of the model share it (``model_tuning.extract_tasks``).
+The workload travels as JSON (``group_workload``), so the ``graph_group`` template rebuilds the
+group's TE, epilogue included, in a measurement worker and schedules it with the strategy and a
+config: the kernel measured is the kernel the model runs. Constants become inputs filled with
+random data (their values do not change the timing).
 
 ``TuningContext`` is what ``tensorforge.compile(..., tuning_db=...)`` uses: for each group it
 looks the task up and hands the strategy the best record's config, and remembers the tasks
-that had none.
+that had none. The compiler sits above the search engine (``autotune``), which knows tasks
+and templates but no graph.
 """
 
 from __future__ import annotations
@@ -23,15 +24,18 @@ from typing import Any
 
 import numpy as np
 
+from ..autotune.database import Database, Record
+from ..autotune.task import Task
+from ..autotune.template import template
 from ..graph.groups import FusedGroup
 from ..graph.ir import Node, Value
 from ..graph.registry import OpPattern
+from ..plugins.descriptors import load_ref
 from ..text import plural
-from .task import Task
-from .template import template
+from .kernels import build_group_te
 
-__all__ = ["TEMPLATE", "GroupTask", "TuningContext", "extract_tasks", "group_task",
-           "group_workload", "rebuild_group", "tasks_of_groups"]
+__all__ = ["TEMPLATE", "GroupTask", "TuningContext", "group_task", "group_workload",
+           "rebuild_group"]
 
 TEMPLATE = "graph_group"
 
@@ -100,9 +104,6 @@ def rebuild_group(workload: Sequence[Any]) -> FusedGroup:
 @template(TEMPLATE)
 def group_template(cfg: Any, strategy: str, schedule: str, *workload: Any) -> tuple[Any, list]:
     """The group's TE (``build_group_te``) scheduled by ``schedule(outs, target, cfg)``."""
-    from ..compiler.kernels import build_group_te
-    from ..plugins.descriptors import load_ref
-
     placeholders, outs = build_group_te(rebuild_group(workload))
     return load_ref(schedule)(outs, cfg.target, cfg), placeholders + outs
 
@@ -146,44 +147,6 @@ def group_task(group: FusedGroup, strategy: Any, target: Any,
     return task
 
 
-def _strategy(group: FusedGroup, strategies: dict[str, list[Any]]) -> Any:
-    found = strategies.get(group.master.op) or [None]
-    return found[0]
-
-
-def tasks_of_groups(groups: Sequence[FusedGroup], target: Any,
-                    strategies: dict[str, list[Any]] | None = None) -> list[GroupTask]:
-    """One task per distinct tunable workload of ``groups``, weighted by its group count."""
-    from ..compiler.compile import workload_key
-    from ..plugins import get_registry
-    from ..target import Target
-
-    tgt = Target.coerce(target)
-    strategies = get_registry().strategies(tgt) if strategies is None else strategies
-    tasks: dict[Any, GroupTask | None] = {}
-    for grp in groups:
-        key = workload_key(grp)
-        if key not in tasks:
-            tasks[key] = group_task(grp, _strategy(grp, strategies), tgt, 0.0)
-        task = tasks[key]
-        if task is not None:
-            task.weight += 1.0
-    return [t for t in tasks.values() if t is not None]
-
-
-def extract_tasks(model: Any, target: Any, input_shapes: dict[str, Any] | None = None,
-                  opt_level: int = 3) -> list[GroupTask]:
-    """The tuning tasks of a model (path, ONNX ModelProto or Graph) on ``target`` (only the
-    groups placed on it)."""
-    from ..compiler.compile import plan
-    from ..target import Target
-
-    tgt = Target.coerce(target)
-    p = plan(model, tgt, input_shapes, opt_level)
-    # groups placed on the host (ops the device cannot run) are not the target's to tune
-    return tasks_of_groups([g for g in p.groups if p.device_of(g) in ("", tgt.kind.name)], tgt)
-
-
 # ---- compile time ------------------------------------------------------------------------------
 class TuningContext:
     """The best records of a database for ``compile``: ``config(group, strategy)`` is the
@@ -191,8 +154,6 @@ class TuningContext:
     ``missing`` list task names."""
 
     def __init__(self, db: Any, target: Any):
-        from .database import Database
-
         self.target = target
         self.path = db.path if isinstance(db, Database) else os.fspath(db)
         # read-only: compiling never writes the records (a read-only file or folder works)
@@ -203,8 +164,6 @@ class TuningContext:
         self._missing_tasks: list[Task] = []
 
     def config(self, group: FusedGroup, strategy: Any) -> Any:
-        from .database import Record
-
         task = group_task(group, strategy, self.target)
         if task is None:
             return None

@@ -1,8 +1,10 @@
-"""Tunable CPU templates: register-blocked matmul and NCHWc conv2d with knobs.
+"""Tunable CPU templates: register-blocked matmul and NCHWc conv2d with knobs, beside the
+operators they schedule (they declare knobs through ``autotune``'s space API, the layer
+below; the search engine never imports this module, it finds it by the template's name).
 
-Each template's default config (what a fresh :class:`ConfigSpace` selects) uses the tiles of
+Each template's default config (what a fresh ``ConfigSpace`` selects) uses the tiles of
 ``cpu_tiles(lanes)`` for the target, so tuning starts from the hand choice;
-``ops/schedules_cpu.py`` exposes each template at one fixed config for benchmarks and tests.
+``schedules_cpu.py`` exposes each template at one fixed config for benchmarks and tests.
 Data layouts (the packing of ``conv2d_nchwc``) belong to the workload, not to the knobs: every
 config of a task reads and writes the same arrays, so its output can be checked against the
 default's.
@@ -13,22 +15,29 @@ from __future__ import annotations
 from typing import Any
 
 from .. import te
-from ..ops.nn_nchwc import conv2d_nchwc
-from ..ops.schedules_cpu import cpu_tiles
-from .template import template
+from ..autotune.template import template
+from .nn_nchwc import conv2d_nchwc
+from .schedule_generic import vector_lanes
 
-__all__ = ["conv2d_nchwc_template", "matmul_packed_template", "vector_lanes"]
+__all__ = ["conv2d_nchwc_template", "cpu_tiles", "matmul_packed_template"]
 
 
-def vector_lanes(target: Any) -> int:
-    """float32 lanes of the widest vectors ``target`` enables (16, 8 or 4)."""
-    opts = getattr(target, "options", None) or {}
-    feats = set(str(opts.get("mattr", "")).split(","))
-    if "+avx512f" in feats:
-        return 16
-    if feats & {"+avx", "+avx2"}:
-        return 8
-    return 4
+def cpu_tiles(lanes: int) -> dict[str, dict[str, int]]:
+    """Register tiles that fit the vector register file for float32 vectors of ``lanes``.
+
+    16 lanes (AVX-512, 32 registers): matmul 8 x 32 (16 accumulators), conv 7 pixels x 32
+    output channels (14). 8 lanes (AVX2, 16 registers): matmul 4 x 16, conv 4 x 16 (8 each).
+    Otherwise (4 lanes: SSE, NEON): 4 x 8 and 7 x 8. Only the 16-lane tiles are tuned (on
+    Zen 4); the others are first guesses that keep the accumulators in registers.
+    """
+    if lanes >= 16:
+        return {"matmul": {"mr": 8, "bn": 32, "ku": 4},
+                "conv2d": {"ic_bn": 16, "oc_bn": 32, "reg_n": 7}}
+    if lanes >= 8:
+        return {"matmul": {"mr": 4, "bn": 16, "ku": 4},
+                "conv2d": {"ic_bn": 16, "oc_bn": 16, "reg_n": 4}}
+    return {"matmul": {"mr": 4, "bn": 8, "ku": 4},
+            "conv2d": {"ic_bn": 8, "oc_bn": 8, "reg_n": 7}}
 
 
 def _fit(extent: int, want: int) -> int:

@@ -1,16 +1,16 @@
 """Tunable GPU templates for single operators (the benchmarks and `tune_task` use them; a
 model's groups are tuned through the same schedules, registered as strategies):
 ``dense.gpu`` (``schedule_dense_gpu``) and ``conv2d.gpu`` (``schedule_conv2d_gpu``), whose
-knobs are listed in `ops/schedules_gpu.py`."""
+knobs are listed in `schedules_gpu.py`, beside this module."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .. import te
-from ..ops import conv2d_nchw, dense
-from ..ops.schedules_gpu import schedule_conv2d_gpu, schedule_dense_gpu
-from .template import template
+from ..autotune.template import template
+from .nn import conv2d_nchw, dense
+from .schedules_gpu import schedule_conv2d_gpu, schedule_dense_gpu
 
 __all__ = ["conv2d_gpu_template", "dense_gpu_template"]
 
