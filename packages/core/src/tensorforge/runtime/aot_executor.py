@@ -140,18 +140,10 @@ class AotRunner:
         self.fast = fast
         self.native, self.native_reason = self._native()
         self._call = None if self.native is None else self.native.call
-        n = len(self.quick or ())
-        #: the input names in the entry's table order; the outputs' (shape, dtype) likewise
-        self._names = [q[0] for _, q in sorted(zip(self.in_slots, self.quick or ()))]
-        slots = sorted(self.direct or ())
-        self._out_specs = [(shape, dt) for _, shape, dt in slots]
-        self._n_in = n
-        #: the model's inputs (positional order) in the entry's table order (None: the same)
-        order = [j for _, j in sorted(zip(self.in_slots, range(n)))]
-        self._in_order = None if order == list(range(n)) else order
-        #: where each output of `run` is among the arrays in table order (None: the same)
-        order = [slots.index(d) for d in self.direct or ()]
-        self._out_order = None if order == list(range(len(order))) else order
+        #: the input names and the outputs' (shape, dtype), in the entry's table order
+        self._names = [q[0] for q in self.quick or ()]
+        self._out_specs = [(shape, dt) for _, shape, dt in self.direct or ()]
+        self._n_in = len(self._names)
 
     def _native(self) -> tuple[NativeQuick | None, str]:
         """(the native quick path, "") or (None, why `run` checks inputs in Python)."""
@@ -159,10 +151,9 @@ class AotRunner:
         if self.quick is None:
             return None, "the inputs or outputs need the general path (narrow dtypes, an " \
                          "input that is also an output, outputs read back by get_outputs)"
-        if sorted(self.in_slots) != list(range(len(plan.inputs))) or \
-                sorted(s for s, _, _ in self.direct or ()) != list(range(len(plan.outputs))):
-            return None, "the entry's tables hold values that are not the model's inputs " \
-                         "and outputs"
+        if self.in_slots != list(range(len(plan.inputs))) or \
+                [s for s, _, _ in self.direct or ()] != list(range(len(plan.outputs))):
+            return None, "the entry's tables are not the model's inputs and outputs in order"
         if os.environ.get("TENSORFORGE_AOT_QUICK") == "python":
             return None, "TENSORFORGE_AOT_QUICK=python asks for the checks in Python"
         why = aot_quick.abi_problem()
@@ -174,11 +165,9 @@ class AotRunner:
             address = ex.module.aot_quick()
         except TensorforgeError as e:
             return None, str(e)
-        ins = sorted(zip(self.in_slots, self.quick))
-        specs = [(q[3], q[2]) for _, q in ins] + [(shape, dt) for _, shape, dt in
-                                                   sorted(self.direct or ())]
+        specs = [(q[3], q[2]) for q in self.quick] + [(s, d) for _, s, d in self.direct or ()]
         entry = ctypes.cast(ex._entry, ctypes.c_void_p).value
-        return NativeQuick(address, entry, specs, len(ins), self.fast.entry_args), ""
+        return NativeQuick(address, entry, specs, len(self.quick), self.fast.entry_args), ""
 
     def run(self, inputs: Any) -> list[np.ndarray]:
         """One run: the native quick path, else the Python quick path when `inputs` fits it
@@ -189,7 +178,7 @@ class AotRunner:
             if kind is dict and len(inputs) == n:
                 ins: Any = map(inputs.get, self._names)
             elif (kind is list or kind is tuple) and len(inputs) == n:
-                ins = inputs if self._in_order is None else [inputs[i] for i in self._in_order]
+                ins = inputs
             else:
                 ins = (inputs,) if kind is np.ndarray and n == 1 else None
             if ins is not None:
@@ -198,8 +187,7 @@ class AotRunner:
                 if code == aot_quick.OK or code == aot_quick.NOTIFY:
                     if code:
                         self.ex.pool.fast_returned()
-                    return outs if self._out_order is None else \
-                        [outs[i] for i in self._out_order]
+                    return outs
                 if code == aot_quick.FAILED:
                     raise self._native_error(inputs)
                 # NOT_QUICK, or the fast arena is taken: the paths below decide
