@@ -4,9 +4,9 @@
 `PyObject *f(PyObject *self, PyObject *const *args, int64_t nargs)` whose `self` is the
 state array (int64 words, layout in `aot_quick`). It is the same for every model (the entry,
 the tables and the expected shapes are in the state), so the JIT adds it once per engine and
-an exported library carries one copy. It calls CPython only through the function pointers
-in the state (`Py_IncRef`, `PyEval_SaveThread`, `PyEval_RestoreThread`), so the library
-links against no Python."""
+an exported library carries one copy. It calls CPython and numpy only through the function
+pointers in the state (`Py_IncRef`, `PyEval_SaveThread`, `PyList_New`,
+`PyArray_NewFromDescr` ...), so the library links against neither."""
 
 from __future__ import annotations
 
@@ -60,6 +60,10 @@ class _Gen:
         """Call the function whose address is word `index` of the state."""
         return self.b.call(_Callee(self.word(index, PTR), ftype), args)
 
+    def record(self, k: ir.Value) -> ir.Value:
+        """The address of argument `k`'s record (inputs, then outputs)."""
+        return self.slot(self.word(self.b.add(k, ir.Constant(I64, q.ARGS))))
+
     def ret_code(self, code: int) -> None:
         """Return the state's object for `code`, a new reference."""
         obj = self.word(q.CODES + code, PTR)
@@ -107,21 +111,18 @@ class _Gen:
         self.unless(b.extract_value(pair, 1), q.TAKEN_ELSEWHERE)
 
 
-def _check_argument(g: _Gen, obj: ir.Value, k: ir.Value) -> None:
-    """Return NOT_QUICK unless `obj` is an ndarray as argument `k`'s record says."""
+def _check_input(g: _Gen, obj: ir.Value, k: ir.Value) -> None:
+    """Return NOT_QUICK unless `obj` is an ndarray as input `k`'s record says."""
     b = g.b
     eq = b.icmp_unsigned
     g.unless(eq("==", g.field(obj, "ob_type", I64), g.word(q.NDARRAY)), q.NOT_QUICK)
-    rec = g.slot(g.word(b.add(k, ir.Constant(I64, q.ARGS))))
+    rec = g.record(k)
     nd = b.sext(g.field(obj, "nd", I32), I64)
     ok = b.and_(eq("==", nd, g.word(q.REC_ND, base=rec)),
                 eq("==", g.field(obj, "descr", I64), g.word(q.REC_DESCR, base=rec)))
     data = g.field(obj, "data", I64)
-    ok = b.and_(ok, eq("==", b.urem(data, g.word(q.REC_ITEMSIZE, base=rec)),
-                       ir.Constant(I64, 0)))
-    need = g.word(q.REC_FLAGS, base=rec)
-    flags = b.zext(g.field(obj, "flags", I32), I64)
-    g.unless(b.and_(ok, eq("==", b.and_(flags, need), need)), q.NOT_QUICK)
+    g.unless(b.and_(ok, eq("==", b.urem(data, g.word(q.REC_ITEMSIZE, base=rec)),
+                           ir.Constant(I64, 0))), q.NOT_QUICK)
     dims, strides = g.field(obj, "dimensions", PTR), g.field(obj, "strides", PTR)
     d, _ = g.loop(nd, "d")
     want_dim = g.word(b.add(d, ir.Constant(I64, q.REC_DIMS)), base=rec)
@@ -129,6 +130,38 @@ def _check_argument(g: _Gen, obj: ir.Value, k: ir.Value) -> None:
     g.unless(b.and_(eq("==", g.word(d, base=dims), want_dim),
                     eq("==", g.word(d, base=strides), want_stride)), q.NOT_QUICK)
     g.next_iteration()
+
+
+def _give_back(g: _Gen) -> None:
+    """Give the fast arena back (the pool may lend it from now on)."""
+    g.b.atomic_rmw("xchg", g.slot(q.BUSY), ir.Constant(I64, 0), "release")
+
+
+def _make_outputs(g: _Gen) -> ir.Value:
+    """A new list of new output arrays, their data pointers in the output table; on an error
+    (no memory: numpy has set the exception), the arena is given back and NULL returned."""
+    b = g.b
+    n_out, n_in = g.word(q.N_OUT), g.word(q.N_IN)
+    null = ir.Constant(PTR, None)
+    outs = g.call(q.LIST_NEW, ir.FunctionType(PTR, [I64]), [n_out])
+    with b.if_then(b.icmp_unsigned("==", outs, null), likely=False):
+        _give_back(g)
+        b.ret(null)
+    j, _ = g.loop(n_out, "out")
+    rec = g.record(b.add(n_in, j))
+    descr = g.word(q.REC_DESCR, PTR, base=rec)
+    g.call(q.INCREF, ir.FunctionType(_VOID, [PTR]), [descr])  # the call steals it
+    arr = g.call(q.NEW_ARRAY, ir.FunctionType(PTR, [PTR, PTR, I32, PTR, PTR, PTR, I32, PTR]),
+                 [g.word(q.NDARRAY, PTR), descr, b.trunc(g.word(q.REC_ND, base=rec), I32),
+                  g.slot(q.REC_DIMS, base=rec), null, null, ir.Constant(I32, 0), null])
+    with b.if_then(b.icmp_unsigned("==", arr, null), likely=False):
+        _give_back(g)
+        g.call(q.DECREF, ir.FunctionType(_VOID, [PTR]), [outs])
+        b.ret(null)
+    g.call(q.LIST_SET_ITEM, ir.FunctionType(I32, [PTR, I64, PTR]), [outs, j, arr])
+    b.store(g.field(arr, "data", PTR), g.slot(j, g.word(q.OUT_TABLE, PTR)))
+    g.next_iteration()
+    return outs
 
 
 def quick_ir() -> str:
@@ -147,29 +180,35 @@ def quick_ir() -> str:
     g.take()
     g.ret_code(q.OK)
     b.position_at_end(run)
-    n_args = g.word(q.N_ARGS)
-    g.unless(b.icmp_signed("==", nargs, n_args), q.NOT_QUICK)
-    k, _ = g.loop(n_args, "check")
-    _check_argument(g, g.word(k, PTR, base=args), k)
+    n_in = g.word(q.N_IN)
+    g.unless(b.icmp_signed("==", nargs, n_in), q.NOT_QUICK)
+    k, _ = g.loop(n_in, "check")
+    _check_input(g, g.word(k, PTR, base=args), k)
     g.next_iteration()
     g.take()
-    n_in = g.word(q.N_IN)
-    k, _ = g.loop(n_args, "table")  # the data pointers into the fast arena's tables
-    is_in = b.icmp_signed("<", k, n_in)
-    table = b.select(is_in, g.word(q.IN_TABLE, PTR), g.word(q.OUT_TABLE, PTR))
-    at = b.select(is_in, k, b.sub(k, n_in))
-    b.store(g.field(g.word(k, PTR, base=args), "data", PTR), g.slot(at, table))
+    outs = _make_outputs(g)
+    in_table = g.word(q.IN_TABLE, PTR)
+    k, _ = g.loop(n_in, "in")  # the inputs are read where they are
+    b.store(g.field(g.word(k, PTR, base=args), "data", PTR), g.slot(k, in_table))
     g.next_iteration()
     saved = g.call(q.SAVE_THREAD, ir.FunctionType(PTR, []), [])
     status = g.call(q.ENTRY, ir.FunctionType(I32, [PTR] * 5),
                     [g.word(i, PTR) for i in (q.IN_TABLE, q.OUT_TABLE, q.PARAMS, q.WORKSPACE,
                                               q.FAILED_AT)])
     g.call(q.RESTORE_THREAD, ir.FunctionType(_VOID, [PTR]), [saved])
-    failed = b.icmp_signed("!=", status, ir.Constant(I32, 0))
-    with b.if_then(failed, likely=False):  # the arena stays taken: Python reads the error
-        b.store(b.sext(status, I64), g.slot(q.STATUS))
+    decref = ir.FunctionType(_VOID, [PTR])
+    with b.if_then(b.icmp_signed("!=", status, ir.Constant(I32, 0)), likely=False):
+        b.store(b.sext(status, I64), g.slot(q.STATUS))  # the arena stays taken: Python
+        g.call(q.DECREF, decref, [outs])  # reads the error from it
         g.ret_code(q.FAILED)
-    b.atomic_rmw("xchg", g.slot(q.BUSY), ir.Constant(I64, 0), "release")
-    g.unless(b.icmp_signed("==", g.word(q.WAITING), ir.Constant(I64, 0)), q.NOTIFY)
-    g.ret_code(q.OK)
+    _give_back(g)
+    waiting = b.icmp_signed("!=", g.word(q.WAITING), ir.Constant(I64, 0))
+    with b.if_then(waiting, likely=False):  # wake a thread waiting in the pool
+        woke = g.call(q.CALL_OBJECT, ir.FunctionType(PTR, [PTR, PTR]),
+                      [g.word(q.ON_RETURN, PTR), ir.Constant(PTR, None)])
+        with b.if_then(b.icmp_unsigned("==", woke, ir.Constant(PTR, None)), likely=False):
+            g.call(q.DECREF, decref, [outs])
+            b.ret(ir.Constant(PTR, None))  # its exception goes to the caller
+        g.call(q.DECREF, decref, [woke])
+    b.ret(outs)
     return str(mod)

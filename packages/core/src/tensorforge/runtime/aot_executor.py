@@ -10,9 +10,9 @@ checked as before (names, shapes, dtypes) but read where they are when the kerne
 them there, and the outputs are written straight into the arrays `run` returns where the
 model's outputs allow (no copies). After the kernels have streamed their weights through the
 caches, every line of Python runs cold, so this path matters for small models: where it can,
-`run` hands the inputs and fresh output arrays to the native quick path (`aot_quick.py`:
-checks, pointer tables, a fast arena and the entry call in generated code, called as a
-builtin), and keeps the checks in Python otherwise (`AotRunner.native_reason` says why).
+`run` hands the inputs to the native quick path (`aot_quick.py`: the checks, the outputs,
+the pointer tables, a fast arena and the entry call in generated code, called as a builtin),
+and keeps the checks in Python otherwise (`AotRunner.native_reason` says why).
 
 Concurrency is the graph executor's: each call holds its own arena (workspace and pointer
 tables) from the pool; the entry keeps no state of its own."""
@@ -140,9 +140,7 @@ class AotRunner:
         self.fast = fast
         self.native, self.native_reason = self._native()
         self._call = None if self.native is None else self.native.call
-        #: the input names and the outputs' (shape, dtype), in the entry's table order
-        self._names = [q[0] for q in self.quick or ()]
-        self._out_specs = [(shape, dt) for _, shape, dt in self.direct or ()]
+        self._names = [q[0] for q in self.quick or ()]  # in the entry's table order
         self._n_in = len(self._names)
 
     def _native(self) -> tuple[NativeQuick | None, str]:
@@ -167,7 +165,8 @@ class AotRunner:
             return None, str(e)
         specs = [(q[3], q[2]) for q in self.quick] + [(s, d) for _, s, d in self.direct or ()]
         entry = ctypes.cast(ex._entry, ctypes.c_void_p).value
-        return NativeQuick(address, entry, specs, len(self.quick), self.fast.entry_args), ""
+        return NativeQuick(address, entry, specs, len(self.quick), self.fast.entry_args,
+                           ex.pool.fast_returned), ""
 
     def run(self, inputs: Any) -> list[np.ndarray]:
         """One run: the native quick path, else the Python quick path when `inputs` fits it
@@ -182,13 +181,10 @@ class AotRunner:
             else:
                 ins = (inputs,) if kind is np.ndarray and n == 1 else None
             if ins is not None:
-                outs = [np.empty(shape, dt) for shape, dt in self._out_specs]
-                code = call(*ins, *outs)
-                if code == aot_quick.OK or code == aot_quick.NOTIFY:
-                    if code:
-                        self.ex.pool.fast_returned()
-                    return outs
-                if code == aot_quick.FAILED:
+                done = call(*ins)
+                if type(done) is list:  # the outputs
+                    return done
+                if done == aot_quick.FAILED:
                     raise self._native_error(inputs)
                 # NOT_QUICK, or the fast arena is taken: the paths below decide
         quick = self.quick

@@ -7,27 +7,30 @@ call cost more than a tenth of the run. So the checks move into generated code, 
 entry: `QUICK_SYMBOL` (built by the CPU target's `quick_entry.py`, in the JIT engine and in
 an exported library, generic: nothing in it depends on the model) is a `METH_FASTCALL`
 C function, wrapped by `PyCFunction_NewEx` around a state array (`self`). Called with the
-model's inputs, then the output arrays, in the entry's table order, it
+model's inputs in the entry's table order, it
 
-* checks each argument exactly as the Python quick path does: type `numpy.ndarray` (no
+* checks each input exactly as the Python quick path does: type `numpy.ndarray` (no
   subclass), the expected dtype (the same descriptor object), shape and C strides, data
-  aligned to the item size; outputs also writeable. Anything else returns `NOT_QUICK` and
-  Python takes its own path, which accepts or refuses the call as before;
+  aligned to the item size. Anything else returns the code `NOT_QUICK` and Python takes its
+  own path, which accepts or refuses the call as before;
 * takes the executor's *fast arena* (a flag in the state, compare-and-swap while the GIL is
-  held), or returns `BUSY` (another call holds it: Python takes an arena from the pool);
-* writes the arrays' data pointers into the fast arena's tables, releases the GIL around the
-  entry call, takes it back and gives the arena back. A kernel's non-zero status returns
-  `FAILED` with the arena still held (Python builds the error from it, then gives it back);
-  `NOTIFY` says a thread waits in the pool for this arena (Python wakes it).
+  held), or returns `TAKEN_ELSEWHERE` (Python then takes an arena from the pool);
+* makes the outputs (`PyArray_NewFromDescr` from numpy's C-API table: new C-contiguous
+  arrays the caller owns, as `numpy.empty` makes them), writes the data pointers into the
+  fast arena's tables, releases the GIL around the entry call, takes it back, gives the arena
+  back (calling the pool's `fast_returned` when a thread waits for it) and returns the list
+  of outputs. A kernel's non-zero status returns `FAILED` with the arena still held (Python
+  builds the error from it, then gives it back).
 
 Called with no arguments it only tries to take the fast arena (the pool's general path,
 `ArenaPool.set_fast`).
 
 The function reads numpy's array struct and CPython's object header at fixed offsets
-(`ABI`, version 1 of the symbol). `abi_problem` checks them once per process against numpy's
-own view of a few probe arrays, and refuses builds whose layout or locking differ
-(free-threaded, debug); the executor then keeps the Python quick path and says why
-(`AotRunner.native_reason`)."""
+(`ABI`, version 1 of the symbol), and calls CPython and numpy only through the function
+pointers Python puts in the state. `abi_problem` checks the offsets once per process against
+numpy's own view of a few probe arrays, makes an array through the C-API table entry, and
+refuses builds whose layout or locking differ (free-threaded, debug); the executor then keeps
+the Python quick path and says why (`AotRunner.native_reason`)."""
 
 from __future__ import annotations
 
@@ -45,24 +48,30 @@ __all__ = ["ABI", "NativeQuick", "QUICK_SYMBOL", "abi_problem"]
 #: the generated function's symbol; the version changes with `ABI` or the state layout
 QUICK_SYMBOL = "tensorforge_aot_quick_v1"
 METH_FASTCALL = 0x0080
-NPY_ARRAY_WRITEABLE = 0x0400
 
 #: byte offsets the generated code reads: CPython's object header (64-bit, GIL build), then
 #: numpy's `PyArrayObject_fields` (data, nd, dimensions, strides, base, descr, flags)
 ABI = {"ob_type": 8, "data": 16, "nd": 24, "dimensions": 32, "strides": 40, "descr": 56,
        "flags": 64}
 
-# the state: int64 words (see the module docstring); arguments' records follow ARGS
-(BUSY, WAITING, CLOSED, INCREF, SAVE_THREAD, RESTORE_THREAD, NDARRAY, ENTRY, IN_TABLE,
- OUT_TABLE, PARAMS, WORKSPACE, FAILED_AT, STATUS, N_IN, N_ARGS) = range(16)
-CODES = 16  #: five words: the objects returned for OK, NOTIFY, NOT_QUICK, BUSY, FAILED
-OK, NOTIFY, NOT_QUICK, TAKEN_ELSEWHERE, FAILED = range(5)
-ARGS = CODES + 5  #: one word per argument: the word index of its record
-#: an argument's record: nd, descriptor address, item size, flags it needs, then nd
-#: dimensions and nd strides
-REC_ND, REC_DESCR, REC_ITEMSIZE, REC_FLAGS, REC_DIMS = range(5)
+#: numpy's C-API table index of PyArray_NewFromDescr (fixed by numpy's ABI since 1.0)
+NEW_FROM_DESCR_INDEX = 94
 
-_PYAPI = ("Py_IncRef", "PyEval_SaveThread", "PyEval_RestoreThread", "PyCFunction_NewEx")
+# the state: int64 words (see the module docstring); the records follow ARGS
+(BUSY, WAITING, CLOSED, STATUS, NDARRAY, ENTRY, IN_TABLE, OUT_TABLE, PARAMS, WORKSPACE,
+ FAILED_AT, N_IN, N_OUT, ON_RETURN,  # the pool's fast_returned (a callable object)
+ INCREF, DECREF, SAVE_THREAD, RESTORE_THREAD, CALL_OBJECT, LIST_NEW, LIST_SET_ITEM,
+ NEW_ARRAY) = range(22)
+CODES = 22  #: four words: the objects returned for each code below
+OK, NOT_QUICK, TAKEN_ELSEWHERE, FAILED = range(4)  # OK: only from a take (no arguments)
+ARGS = CODES + 4  #: per input, then per output: the word index of its record
+#: a record: nd, descriptor address, item size, then nd dimensions and nd C strides
+REC_ND, REC_DESCR, REC_ITEMSIZE, REC_DIMS = range(4)
+
+#: CPython functions the generated code calls (state word: name)
+_PYAPI = {INCREF: "Py_IncRef", DECREF: "Py_DecRef", SAVE_THREAD: "PyEval_SaveThread",
+          RESTORE_THREAD: "PyEval_RestoreThread", CALL_OBJECT: "PyObject_CallObject",
+          LIST_NEW: "PyList_New", LIST_SET_ITEM: "PyList_SetItem"}
 
 
 class _MethodDef(ctypes.Structure):
@@ -106,7 +115,8 @@ def abi_problem() -> str:
         return "a debug Python build"
     if object.__basicsize__ != ABI["data"]:
         return f"a Python object header of {object.__basicsize__} bytes, not {ABI['data']}"
-    for name in _PYAPI:
+    for name in (*_PYAPI.values(), "PyCFunction_NewEx", "PyCapsule_GetName",
+                 "PyCapsule_GetPointer"):
         if not hasattr(ctypes.pythonapi, name):
             return f"the interpreter does not export {name}"
     base = np.arange(24, dtype=np.float32).reshape(4, 6)
@@ -116,7 +126,45 @@ def abi_problem() -> str:
         why = _probe_array(a)
         if why:
             return why
+    try:
+        new = _new_from_descr()
+    except (AttributeError, ImportError, ValueError) as e:
+        return f"numpy's C-API table is not where it was ({e})"
+    for shape, dt in (((3, 5), np.dtype(np.float32)), ((), np.dtype(np.int64))):
+        made = _call_new_from_descr(new, shape, dt)
+        if type(made) is not np.ndarray or made.shape != shape or made.dtype is not dt or \
+                not made.flags.c_contiguous or not made.flags.owndata:
+            return "numpy's C-API table entry of PyArray_NewFromDescr made something else"
     return ""
+
+
+def _new_from_descr() -> int:
+    """The address of numpy's PyArray_NewFromDescr, from its C-API table."""
+    try:
+        from numpy._core import _multiarray_umath as umath  # numpy 2
+    except ImportError:
+        from numpy.core import _multiarray_umath as umath  # type: ignore[no-redef]
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_void_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_void_p]
+    capsule = umath._ARRAY_API
+    table = api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
+    if not table:
+        raise ValueError("an empty capsule")
+    return int(ctypes.c_void_p.from_address(table + 8 * NEW_FROM_DESCR_INDEX).value or 0)
+
+
+def _call_new_from_descr(address: int, shape: tuple[int, ...], dt: np.dtype) -> Any:
+    """What PyArray_NewFromDescr at `address` makes of (`shape`, `dt`), called as the
+    generated code calls it."""
+    vp = ctypes.c_void_p
+    fn = ctypes.PYFUNCTYPE(ctypes.py_object, vp, vp, ctypes.c_int, vp, vp, vp, ctypes.c_int,
+                           vp)(address)
+    dims = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(dt))  # the call steals a reference
+    return fn(id(np.ndarray), id(dt), len(shape), ctypes.addressof(dims), None, None, 0, None)
 
 
 def _address(fn: Any) -> int:
@@ -138,25 +186,27 @@ class NativeQuick:
     `waiting`, `close`, `busy`).
 
     `address`: of `QUICK_SYMBOL`; `entry`: of the graph entry; `specs`: (shape, dtype) per
-    argument, the inputs then the outputs in the entry's table order; `args`: the fast
-    arena's `EntryArgs`. Call `abi_problem()` first: on another layout `call` would read
-    the wrong fields."""
+    input, then per output, in the entry's table order; `args`: the fast arena's `EntryArgs`;
+    `on_return`: what to call when the native caller gave the arena back while threads
+    waited (the pool's `fast_returned`). Call `abi_problem()` first: on another layout
+    `call` would read the wrong fields."""
 
     def __init__(self, address: int, entry: int, specs: Sequence[tuple[Sequence[int], Any]],
-                 n_inputs: int, args: Any):
+                 n_inputs: int, args: Any, on_return: Any):
         api = ctypes.pythonapi
         dtypes = [np.dtype(d) for _, d in specs]
-        self._codes = tuple(range(5))  # the objects `call` returns (small ints: shared)
+        self._codes = tuple(range(4))  # the objects `call` returns (small ints: shared)
         records: list[list[int]] = []
-        for k, ((shape, _), dt) in enumerate(zip(specs, dtypes)):
+        for (shape, _), dt in zip(specs, dtypes):
             shape = tuple(int(d) for d in shape)
-            records.append([len(shape), id(dt), dt.itemsize,
-                            NPY_ARRAY_WRITEABLE if k >= n_inputs else 0, *shape,
+            records.append([len(shape), id(dt), dt.itemsize, *shape,
                             *_c_strides(shape, dt.itemsize)])
         words = [0] * (ARGS + len(specs))
-        words[INCREF] = _address(api.Py_IncRef)
-        words[SAVE_THREAD] = _address(api.PyEval_SaveThread)
-        words[RESTORE_THREAD] = _address(api.PyEval_RestoreThread)
+        for at, name in _PYAPI.items():
+            words[at] = _address(getattr(api, name))
+        words[NEW_ARRAY] = _new_from_descr()
+        self._on_return = on_return
+        words[ON_RETURN] = id(on_return)
         words[NDARRAY] = id(np.ndarray)
         words[ENTRY] = entry
         words[IN_TABLE] = ctypes.addressof(args.run_inputs)
@@ -164,8 +214,8 @@ class NativeQuick:
         words[PARAMS] = ctypes.addressof(args.params)
         words[WORKSPACE] = args.workspace
         words[FAILED_AT] = args.failed_at
-        words[N_IN], words[N_ARGS] = n_inputs, len(specs)
-        words[CODES:CODES + 5] = [id(c) for c in self._codes]
+        words[N_IN], words[N_OUT] = n_inputs, len(specs) - n_inputs
+        words[CODES:CODES + 4] = [id(c) for c in self._codes]
         for k, rec in enumerate(records):
             words[ARGS + k] = len(words)
             words.extend(rec)
@@ -176,7 +226,7 @@ class NativeQuick:
         new = api.PyCFunction_NewEx
         new.restype = ctypes.py_object
         new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
-        #: the builtin: call(*inputs, *outputs) -> a code (OK ... FAILED)
+        #: the builtin: call(*inputs) -> the list of outputs, or a code (NOT_QUICK ...)
         self.call = new(ctypes.addressof(self._def), self.state, None)
 
     # the fast arena's slot (ArenaPool.set_fast); all under the GIL
@@ -188,7 +238,7 @@ class NativeQuick:
         self.state[BUSY] = 0
 
     def waiting(self, n: int) -> None:
-        """How many threads wait in the pool: the native path then answers NOTIFY."""
+        """How many threads wait in the pool (the native caller then calls `on_return`)."""
         self.state[WAITING] = n
 
     def close(self) -> None:
