@@ -1,6 +1,6 @@
 """Per-run overhead of the ahead-of-time executor vs the Python graph executor (issue 15).
 
-    python benchmarks/aot_overhead.py [--model dqn] [--threads 1] [--steps 600]
+    python benchmarks/aot_overhead.py [--model dqn] [--threads 1] [--steps 600] [--fifo]
 
 One compile of the zoo model (`tensorforge_onnx.models`) for `llvm -num-threads=T`; the same
 kernels run three ways in this process: `CompiledModel` as compiled (the AOT entry: one native
@@ -22,7 +22,9 @@ steps of (time - kernel time) / time. The kernel time includes each kernel's Pyt
 clock reads (a microsecond or two each on a loaded machine), so it is an over-estimate and an
 overhead near zero can come out negative; "`run` over `execute`" (median over steps of
 (run - execute) / run, the same executor's kernels in one native call) has no such bias. The
-load average (1 minute) before and after is printed: the machine may be shared."""
+load average (1 minute) before and after is printed: the machine may be shared; `--fifo` times
+under SCHED_FIFO (root), as `families_vs_ort.py --fifo`, so its other jobs do not preempt the
+timed calls."""
 
 from __future__ import annotations
 
@@ -52,6 +54,7 @@ def arena_of_run(model: Any) -> Any:
 def main(argv: list[str]) -> int:
     import onnxruntime as ort
     from _common import machine_info
+    from families_vs_ort import _Fifo
 
     import tensorforge as tf
     from tensorforge.runtime.graph_executor import CompiledModel
@@ -61,6 +64,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--model", default="dqn")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--fifo", action="store_true",
+                    help="time under SCHED_FIFO (root): a loaded machine's figures")
     args = ap.parse_args(argv)
     load0 = os.getloadavg()[0]
     proto = models.build(args.model, seed=0)
@@ -119,14 +124,15 @@ def main(argv: list[str]) -> int:
     for f in timed.values():  # warm-up
         f()
     names = list(timed)
-    for rnd in range(args.steps):
-        order = names[rnd % len(names):] + names[:rnd % len(names)]  # rotate the order
-        for name in order:
-            t = pc()
-            timed[name]()
-            rows[name].append(pc() - t)
-        for c, (m, arena) in held.items():
-            rows[f"kernels {c}"].append(kernels(m, arena))
+    with _Fifo(args.fifo):
+        for rnd in range(args.steps):
+            order = names[rnd % len(names):] + names[:rnd % len(names)]  # rotate the order
+            for name in order:
+                t = pc()
+                timed[name]()
+                rows[name].append(pc() - t)
+            for c, (m, arena) in held.items():
+                rows[f"kernels {c}"].append(kernels(m, arena))
     med = {k: statistics.median(v) for k, v in rows.items()}
 
     def over(key: str, base: str) -> float:
@@ -152,7 +158,7 @@ def main(argv: list[str]) -> int:
     print(f"machine: {info['cpu_model']}, {info['usable_cpus']} usable CPUs, LLVM "
           f"{info['llvm_version']}")
     print(f"load average (1 min): {load0:.2f} before, {os.getloadavg()[0]:.2f} after; "
-          f"{args.steps} interleaved steps")
+          f"{args.steps} interleaved steps{' under SCHED_FIFO' if args.fifo else ''}")
     return 0
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tensorforge
 from tensorforge.graph import Graph
@@ -162,6 +164,32 @@ def test_inputs_the_builtin_refuses_get_the_same_answer(model, monkeypatch, case
     assert same(model.run(odd), ref)
     assert spy.calls == 1  # the Python paths took it
     assert same(model.run(x), ref) and spy.calls == 1  # and the next one is native again
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(offset=st.integers(0, 3), step=st.sampled_from([1, 2]), order=st.sampled_from("CF"),
+       writeable=st.booleans(), sub=st.booleans(), container=st.sampled_from(["dict", "list"]),
+       seed=st.integers(0, 2**16))
+def test_any_layout_of_the_right_values_gives_the_same_answer(
+        llvm_target, offset, step, order, writeable, sub, container, seed) -> None:
+    """Inputs of every layout the checks tell apart (offsets in bytes, strides, order,
+    read-only, a subclass), by name or position: the outputs are the graph executor's."""
+    model = _MODELS.setdefault("two_way", two_way_model())
+    x = inputs(seed)
+    raw = np.zeros(x["a"].nbytes * step + 64, np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset
+    flat = raw[start:start + x["a"].nbytes * step].view(np.float32)
+    a = flat.reshape(SHAPE[0], SHAPE[1] * step)[:, ::step]
+    a = np.asfortranarray(a) if order == "F" else a
+    a[...] = x["a"]
+    a.flags.writeable = writeable
+    a = a.view(Sub) if sub else a
+    given_x = {"b": x["b"], "a": a} if container == "dict" else [x["b"], a]
+    assert same(model.run(given_x), _MODELS.setdefault("graph", graph_twin(model)).run(x))
+
+
+_MODELS: dict[str, CompiledModel] = {}
 
 
 def test_bad_inputs_get_the_same_errors(model) -> None:
