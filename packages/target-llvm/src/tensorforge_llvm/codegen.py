@@ -25,7 +25,7 @@ from tensorforge.runtime import CFunction, Module, Param
 from tensorforge.tir import PrimFunc
 
 from . import jit
-from .codegen_expr import I8, PTR, CodegenBug, ll_type
+from .codegen_expr import I8, PTR, STACK_ALIGN, CodegenBug, ll_type
 from .codegen_stmt import FunctionState, StmtEmitter
 
 __all__ = ["HostFeatureWarning", "LLVMModule", "build"]
@@ -264,6 +264,7 @@ def _emit_function(ctx: ModuleContext, func: PrimFunc) -> FuncInfo:
                              f"the printed IR:\n{func}")
     fn = ir.Function(ctx.module, ir.FunctionType(ir.IntType(32), arg_types), name=func.name)
     fn.attributes.add("nounwind")
+    fn.attributes.alignstack = STACK_ALIGN
     state = FunctionState(func.name)
     em = StmtEmitter(ctx, state, fn)
     datas = [p.data for p in func.params if isinstance(p, Buffer)]
