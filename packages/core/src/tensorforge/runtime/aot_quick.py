@@ -79,6 +79,12 @@ class _MethodDef(ctypes.Structure):
                 ("ml_flags", ctypes.c_int), ("ml_doc", ctypes.c_char_p)]
 
 
+def _pyapi(name: str, restype: Any, *argtypes: Any) -> Any:
+    """CPython's `name` as a private ctypes function (GIL held), leaving the shared
+    `ctypes.pythonapi` attributes as other code set them."""
+    return ctypes.PYFUNCTYPE(restype, *argtypes)((name, ctypes.pythonapi))
+
+
 def _read(obj: Any, field: str, ctype: Any) -> Any:
     return ctype.from_address(id(obj) + ABI[field]).value
 
@@ -144,13 +150,10 @@ def _new_from_descr() -> int:
         from numpy._core import _multiarray_umath as umath  # numpy 2
     except ImportError:
         from numpy.core import _multiarray_umath as umath  # type: ignore[no-redef]
-    api = ctypes.pythonapi
-    api.PyCapsule_GetName.restype = ctypes.c_void_p
-    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_void_p]
+    vp, obj = ctypes.c_void_p, ctypes.py_object
     capsule = umath._ARRAY_API
-    table = api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
+    name = _pyapi("PyCapsule_GetName", vp, obj)(capsule)
+    table = _pyapi("PyCapsule_GetPointer", vp, obj, vp)(capsule, name)
     if not table:
         raise ValueError("an empty capsule")
     return int(ctypes.c_void_p.from_address(table + 8 * NEW_FROM_DESCR_INDEX).value or 0)
@@ -163,7 +166,7 @@ def _call_new_from_descr(address: int, shape: tuple[int, ...], dt: np.dtype) -> 
     fn = ctypes.PYFUNCTYPE(ctypes.py_object, vp, vp, ctypes.c_int, vp, vp, vp, ctypes.c_int,
                            vp)(address)
     dims = (ctypes.c_int64 * max(1, len(shape)))(*shape)
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(dt))  # the call steals a reference
+    _pyapi("Py_IncRef", None, ctypes.py_object)(dt)  # the call steals a reference
     return fn(id(np.ndarray), id(dt), len(shape), ctypes.addressof(dims), None, None, 0, None)
 
 
@@ -223,9 +226,8 @@ class NativeQuick:
         self._dtypes = dtypes  # the descriptors the records name stay alive
         self._args = args  # the tables and workspace the state points into
         self._def = _MethodDef(QUICK_SYMBOL.encode(), address, METH_FASTCALL, None)
-        new = api.PyCFunction_NewEx
-        new.restype = ctypes.py_object
-        new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
+        new = _pyapi("PyCFunction_NewEx", ctypes.py_object, ctypes.c_void_p, ctypes.py_object,
+                     ctypes.c_void_p)
         #: the builtin: call(*inputs) -> the list of outputs, or a code (NOT_QUICK ...)
         self.call = new(ctypes.addressof(self._def), self.state, None)
 
