@@ -69,13 +69,16 @@ def kernel_table_ir(table: bytes) -> str:
 def export_library(module: Any, path: str, graph_entry: Any = None) -> None:
     """Write `path` (a shared library) and `path + ".json"` for `module` (an LLVMModule);
     with `graph_entry` (an `AotPlan`), the library also defines that plan's ahead-of-time
-    entry (`graph_entry.py`), recorded in its kernel table and sidecar."""
+    entry (`graph_entry.py`), recorded in its kernel table and sidecar, and the executor's
+    native quick path (`quick_entry.py`, found by its symbol)."""
     from .graph_entry import entry_ir, entry_record
+    from .quick_entry import quick_ir
 
     functions = [info.to_json() for info in module.infos]
     entry = None if graph_entry is None else entry_record(graph_entry)
     table = kernel_table_bytes(functions, module.target_info(), entry)
-    linked = "" if graph_entry is None else entry_ir(graph_entry, module.arity())
+    # the entry and the quick path that calls it (`quick_entry.py`, the same in every library)
+    linked = () if graph_entry is None else (entry_ir(graph_entry, module.arity()), quick_ir())
     mod, tm = module.optimized_module(pic=True, extra_ir=kernel_table_ir(table),
                                       linked_ir=linked)
     obj = tm.emit_object(mod)

@@ -25,7 +25,7 @@ from tensorforge.runtime import CFunction, Module, Param
 from tensorforge.tir import PrimFunc
 
 from . import jit
-from .codegen_expr import I8, PTR, CodegenBug, ll_type
+from .codegen_expr import I8, PTR, STACK_ALIGN, CodegenBug, ll_type
 from .codegen_stmt import FunctionState, StmtEmitter
 
 __all__ = ["HostFeatureWarning", "LLVMModule", "build"]
@@ -96,15 +96,15 @@ class LLVMModule(Module):
                 functions[info.name] = _not_runnable(info.name, opts, missing)
         super().__init__(functions, infos[0].name if infos else None)
 
-    def optimized_module(self, pic: bool = False, extra_ir: str = "", linked_ir: str = ""
-                         ) -> tuple[llvm.ModuleRef, Any]:
+    def optimized_module(self, pic: bool = False, extra_ir: str = "",
+                         linked_ir: Sequence[str] = ()) -> tuple[llvm.ModuleRef, Any]:
         """A fresh optimized copy of the module (the JIT's own copy is left alone), with
-        `extra_ir` (global definitions, e.g. the kernel table) appended and the module
+        `extra_ir` (global definitions, e.g. the kernel table) appended and the modules
         `linked_ir` (e.g. the graph entry, which declares the kernels) linked in."""
         tm = jit.target_machine(self.options, jit=not pic, pic=pic)
         mod = jit.parse(self.ir_text + extra_ir, tm)
-        if linked_ir:
-            mod.link_in(jit.parse(linked_ir, tm))
+        for text in linked_ir:
+            mod.link_in(jit.parse(text, tm))
         jit.optimize(mod, tm, self.options.opt_level)
         return mod, tm
 
@@ -115,11 +115,25 @@ class LLVMModule(Module):
 
         if self._engine is None:
             raise TensorforgeError("its kernels are not compiled for this machine")
-        symbol = entry_symbol(plan)
+        return self._add_to_engine(entry_symbol(plan), lambda: entry_ir(plan, self.arity()))
+
+    def aot_quick(self) -> int:
+        """The address of the ahead-of-time executor's native quick path
+        (`tensorforge.runtime.aot_quick`), compiled into this module's JIT engine once."""
+        from tensorforge.runtime.aot_quick import QUICK_SYMBOL
+
+        from .quick_entry import quick_ir
+
+        if self._engine is None:
+            raise TensorforgeError("its kernels are not compiled for this machine")
+        return self._add_to_engine(QUICK_SYMBOL, quick_ir)
+
+    def _add_to_engine(self, symbol: str, make_ir: Any) -> int:
+        """The address of `symbol`, the IR `make_ir()` defines, added to the engine once."""
         with _entry_lock:
             if symbol not in self._entries:
                 tm = jit.target_machine(self.options, jit=True)
-                mod = jit.parse(entry_ir(plan, self.arity()), tm)
+                mod = jit.parse(make_ir(), tm)
                 jit.optimize(mod, tm, self.options.opt_level)
                 self._engine.add_module(mod)
                 self._engine.finalize_object()
@@ -250,6 +264,7 @@ def _emit_function(ctx: ModuleContext, func: PrimFunc) -> FuncInfo:
                              f"the printed IR:\n{func}")
     fn = ir.Function(ctx.module, ir.FunctionType(ir.IntType(32), arg_types), name=func.name)
     fn.attributes.add("nounwind")
+    fn.attributes.alignstack = STACK_ALIGN
     state = FunctionState(func.name)
     em = StmtEmitter(ctx, state, fn)
     datas = [p.data for p in func.params if isinstance(p, Buffer)]

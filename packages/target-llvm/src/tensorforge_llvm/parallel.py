@@ -23,7 +23,7 @@ from tensorforge.expr import ExprVisitor, IntImm, Var
 from tensorforge.expr import dtype as dt
 from tensorforge.tir import Allocate, AttrStmt, BufferStore, For, IfThenElse, LetStmt, SeqStmt
 
-from .codegen_expr import I32, PTR, ll_type
+from .codegen_expr import I32, PTR, STACK_ALIGN, ll_type
 from .codegen_stmt import StmtEmitter
 
 PARALLEL_MIN_FLOPS = 1_000_000  # element operations (vector lanes counted): ~10 us on a core
@@ -125,6 +125,7 @@ def emit_parallel_for(em: StmtEmitter, loop: For) -> None:
                           name=ctx.unique(f"{em.func_name}_parallel"))
     body_fn.linkage = "internal"
     body_fn.attributes.add("nounwind")
+    body_fn.attributes.alignstack = STACK_ALIGN
     body_fn.args[0].add_attribute("noalias")
 
     sub = StmtEmitter(ctx, em.state, body_fn, in_parallel=True)

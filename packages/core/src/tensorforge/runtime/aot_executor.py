@@ -9,7 +9,10 @@ through `AotRunner.run`, which keeps the Python work around that call small: the
 checked as before (names, shapes, dtypes) but read where they are when the kernels can read
 them there, and the outputs are written straight into the arrays `run` returns where the
 model's outputs allow (no copies). After the kernels have streamed their weights through the
-caches, every line of Python runs cold, so this path matters for small models.
+caches, every line of Python runs cold, so this path matters for small models: where it can,
+`run` hands the inputs to the native quick path (`aot_quick.py`: the checks, the outputs,
+the pointer tables, a fast arena and the entry call in generated code, called as a builtin),
+and keeps the checks in Python otherwise (`AotRunner.native_reason` says why).
 
 Concurrency is the graph executor's: each call holds its own arena (workspace and pointer
 tables) from the pool; the entry keeps no state of its own."""
@@ -17,6 +20,7 @@ tables) from the pool; the entry keeps no state of its own."""
 from __future__ import annotations
 
 import ctypes
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -24,7 +28,9 @@ import numpy as np
 
 from tensorforge.errors import PackageError, TensorforgeError
 
+from . import aot_quick
 from .aot_plan import AotPlan, aot_plan
+from .aot_quick import NativeQuick, _c_strides
 from .module import ModuleSet
 
 __all__ = ["AotRunner", "EntryArgs", "entry_args", "entry_for", "plan_for"]
@@ -100,20 +106,11 @@ def entry_args(plan: AotPlan, arrays: Sequence[np.ndarray], params: Mapping[str,
                      _table(outs))
 
 
-def _c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
-    """The strides of a C-contiguous array of `shape` (as numpy gives a fresh one)."""
-    out, step = [], itemsize
-    for d in reversed(tuple(shape)):
-        out.append(step)
-        step *= int(d)
-    return tuple(reversed(out))
-
-
 class AotRunner:
     """`run` of a graph executor whose model has an ahead-of-time entry (see the module
     docstring)."""
 
-    def __init__(self, ex: Any):
+    def __init__(self, ex: Any, fast: Any):
         self.ex = ex
         plan: AotPlan = ex.aot_plan
         values = ex.desc["values"]
@@ -139,10 +136,57 @@ class AotRunner:
             (i["name"], i["value"], np.dtype(i["dtype"]), tuple(i["shape"]),
              _c_strides(i["shape"], np.dtype(i["dtype"]).itemsize)) for i in ex.inputs]
         self.in_slots = [self.in_slot[q[1]] for q in self.quick or ()]
+        #: the arena the native quick path holds while it runs (`ArenaPool.set_fast`)
+        self.fast = fast
+        self.native, self.native_reason = self._native()
+        self._call = None if self.native is None else self.native.call
+        self._names = [q[0] for q in self.quick or ()]  # in the entry's table order
+        self._n_in = len(self._names)
+
+    def _native(self) -> tuple[NativeQuick | None, str]:
+        """(the native quick path, "") or (None, why `run` checks inputs in Python)."""
+        ex, plan = self.ex, self.ex.aot_plan
+        if self.quick is None:
+            return None, "the inputs or outputs need the general path (narrow dtypes, an " \
+                         "input that is also an output, outputs read back by get_outputs)"
+        if self.in_slots != list(range(len(plan.inputs))) or \
+                [s for s, _, _ in self.direct or ()] != list(range(len(plan.outputs))):
+            return None, "the entry's tables are not the model's inputs and outputs in order"
+        if os.environ.get("TENSORFORGE_AOT_QUICK") == "python":
+            return None, "TENSORFORGE_AOT_QUICK=python asks for the checks in Python"
+        why = aot_quick.abi_problem()
+        if why:
+            return None, why
+        if not hasattr(ex.module, "aot_quick"):
+            return None, f"a {getattr(ex.module, 'type_key', '?')} module has no quick path"
+        try:
+            address = ex.module.aot_quick()
+        except TensorforgeError as e:
+            return None, str(e)
+        specs = [(q[3], q[2]) for q in self.quick] + [(s, d) for _, s, d in self.direct or ()]
+        entry = ctypes.cast(ex._entry, ctypes.c_void_p).value
+        return NativeQuick(address, entry, specs, len(self.quick), self.fast.entry_args,
+                           ex.pool.fast_returned), ""
 
     def run(self, inputs: Any) -> list[np.ndarray]:
-        """One run: the quick path when `inputs` fits it (every check of `check_inputs` passes
-        on it by construction), else the general one."""
+        """One run: the native quick path, else the Python quick path when `inputs` fits it
+        (every check of `check_inputs` passes on it by construction), else the general one."""
+        call, kind = self._call, type(inputs)
+        if call is not None:
+            n = self._n_in
+            if kind is dict and len(inputs) == n:
+                ins: Any = map(inputs.get, self._names)
+            elif (kind is list or kind is tuple) and len(inputs) == n:
+                ins = inputs
+            else:
+                ins = (inputs,) if kind is np.ndarray and n == 1 else None
+            if ins is not None:
+                done = call(*ins)
+                if type(done) is list:  # the outputs
+                    return done
+                if done == aot_quick.FAILED:
+                    raise self._native_error(inputs)
+                # NOT_QUICK, or the fast arena is taken: the paths below decide
         quick = self.quick
         if quick is not None and type(inputs) is dict and len(inputs) == len(quick):
             xs, ptrs = [], []
@@ -211,6 +255,16 @@ class AotRunner:
             return results if results is not None else ex.get_outputs(arena)
         finally:
             ex.pool.release(arena)
+
+    def _native_error(self, inputs: Any) -> TensorforgeError:
+        """The kernel error of a failed native run (whose inputs passed every check); the fast
+        arena (still held) is given back after."""
+        assert self.native is not None
+        try:
+            return self._error(self.fast, self.ex.check_inputs(inputs), self.native.status)
+        finally:
+            self.native.give()
+            self.ex.pool.fast_returned()
 
     def _error(self, arena: Any, checked: list[tuple[int, np.ndarray]], status: int
                ) -> TensorforgeError:

@@ -7,6 +7,13 @@ none is free and fewer than `limit` exist, and otherwise waits until another thr
 back. A thread that already holds an arena (a re-entrant call: a kernel or callback that runs
 the model again) never waits, because it could be waiting for itself: it gets an extra arena
 beyond the bound, dropped again when it is returned.
+
+A pool may also have a *fast arena* (`set_fast`) that a native caller takes and gives back
+without this pool's lock (the ahead-of-time executor's quick path, `aot_quick.py`): it counts
+towards the bound and the general path lends it only at the bound (a thread holding an arena
+for long, as `benchmark` does, would otherwise keep the native caller off it), and its slot
+is told how many threads wait, so that a native holder can ask to wake one
+(`fast_returned`).
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from tensorforge.errors import TensorforgeError
 
@@ -25,6 +32,16 @@ A = TypeVar("A")
 
 class ClosedError(TensorforgeError):
     """The model was closed (`CompiledModel.close`); it cannot run any more."""
+
+
+class FastSlot(Protocol):
+    """The lock of a fast arena, kept where native code can take it (all calls under the GIL)."""
+
+    def take(self) -> bool: ...  # take it if free
+    def give(self) -> None: ...
+    def waiting(self, n: int) -> None: ...  # how many threads wait in the pool
+    def close(self) -> None: ...  # refuse every later take
+    def busy(self) -> bool: ...
 
 
 class ArenaPool(Generic[A]):
@@ -43,6 +60,8 @@ class ArenaPool(Generic[A]):
         self._waiting = 0  # threads in `_cond.wait()`: acquirers and `close`
         self._held = threading.local()
         self._closed = False
+        self._slot: FastSlot | None = None
+        self._fast: A | None = None
 
     @property
     def limit(self) -> int:
@@ -70,6 +89,32 @@ class ArenaPool(Generic[A]):
             self._free.append(arena)
             self._count += 1
 
+    def set_fast(self, arena: A, slot: FastSlot) -> None:
+        """Make `arena` the fast one, taken and given through `slot` (see the module
+        docstring)."""
+        with self._cond:
+            self._fast, self._slot = arena, slot
+            self._count += 1
+            slot.waiting(self._waiting)
+
+    def fast_returned(self) -> None:
+        """A native caller gave the fast arena back while threads waited: wake one."""
+        with self._lock:
+            if self._waiting:
+                self._cond.notify()
+
+    def _wait(self) -> None:
+        """Wait on the condition (held), counted in `_waiting` and told to the fast slot."""
+        self._waiting += 1
+        if self._slot is not None:
+            self._slot.waiting(self._waiting)
+        try:
+            self._cond.wait()
+        finally:
+            self._waiting -= 1
+            if self._slot is not None:
+                self._slot.waiting(self._waiting)
+
     def _depth(self) -> int:
         return getattr(self._held, "depth", 0)
 
@@ -89,14 +134,16 @@ class ArenaPool(Generic[A]):
                     raise ClosedError(f"this {self._what} was closed; load or compile it again")
                 if self._free:
                     return self._free.pop()
-                if self._count < self._limit or depth > 0:
+                if self._count < self._limit:
                     self._count += 1
                     break
-                self._waiting += 1
-                try:
-                    self._cond.wait()
-                finally:
-                    self._waiting -= 1
+                # at the bound: the fast arena (kept for the native caller until now)
+                if self._slot is not None and self._slot.take():
+                    return self._fast  # type: ignore[return-value]
+                if depth > 0:
+                    self._count += 1
+                    break
+                self._wait()
         try:
             return self._make()
         except BaseException:
@@ -108,7 +155,9 @@ class ArenaPool(Generic[A]):
     def release(self, arena: A) -> None:
         self._held.depth = getattr(self._held, "depth", 0) - 1
         with self._lock:
-            if self._closed or self._count > self._limit:
+            if arena is self._fast and self._slot is not None:
+                self._slot.give()  # closed: the slot refuses later takes itself
+            elif self._closed or self._count > self._limit:
                 self._count -= 1  # a re-entrant extra, or the bound was lowered: drop it
             else:
                 self._free.append(arena)
@@ -127,14 +176,14 @@ class ArenaPool(Generic[A]):
         """Refuse new borrowers, wait for the arenas in use to come back (unless `wait` is
         false or the caller holds one itself), and drop every arena."""
         with self._cond:
+            if not self._closed and self._slot is not None:
+                self._slot.close()
+                self._count -= 1  # dropped now; waited for below while in use
             self._closed = True
+            slot = self._slot
             if wait and self._depth() == 0:
-                while self._count > len(self._free):
-                    self._waiting += 1
-                    try:
-                        self._cond.wait()
-                    finally:
-                        self._waiting -= 1
+                while self._count > len(self._free) or (slot is not None and slot.busy()):
+                    self._wait()
             self._count -= len(self._free)
             self._free.clear()
             self._cond.notify_all()

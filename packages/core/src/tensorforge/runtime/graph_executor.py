@@ -220,10 +220,12 @@ class GraphExecutor:
             self._entry, self.reason = entry_for(self.module, self.aot_plan)
         if self._entry is not None and first is not None:
             self.kind = "aot"
-            self._aot = AotRunner(self)
             first.entry_args = entry_args(self.aot_plan, first.arrays, self.params,
                                           first.workspace)
-        if first is not None:
+            self._aot = AotRunner(self, first)
+        if self._aot is not None and self._aot.native is not None:
+            self.pool.set_fast(first, self._aot.native)  # the native quick path's arena
+        elif first is not None:
             self.pool.add(first)
 
     def _function(self, k: Mapping[str, Any]) -> Any:

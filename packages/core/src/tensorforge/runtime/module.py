@@ -40,6 +40,7 @@ from typing import Any
 from tensorforge.errors import PackageError, TensorforgeError
 
 from .aot_plan import ENTRY_SIGNATURE
+from .aot_quick import QUICK_SYMBOL
 from .cfunction import CFunction, params_from_json
 from .package_fields import check_graph_entry_fields, check_sidecar_fields, check_target_fields
 
@@ -200,6 +201,7 @@ class LibraryModule(Module):
         self._lib = lib
         self._data = data
         self.entry_address: int | None = None  # of the graph entry, when the library has one
+        self.quick_address: int | None = None  # of the native quick path, likewise
 
     def graph_entry(self, plan: Any) -> int:
         """The address of the library's ahead-of-time entry (see `runtime.aot_plan`), which
@@ -221,6 +223,15 @@ class LibraryModule(Module):
                                    f"{entry.get('signature')!r}, which this tensorforge does "
                                    "not call")
         return self.entry_address
+
+    def aot_quick(self) -> int:
+        """The address of the library's native quick path (`aot_quick.QUICK_SYMBOL`); a
+        library exported before it existed raises `TensorforgeError` (`run` then checks its
+        inputs in Python)."""
+        if self.quick_address is None:
+            raise TensorforgeError(f"its library has no {QUICK_SYMBOL} (export it again with "
+                                   "this tensorforge to get one)")
+        return self.quick_address
 
     def target_info(self) -> dict[str, Any]:
         """The code-generation options the library was built with (from its kernel table)."""
@@ -398,6 +409,9 @@ def open_library(path: str, meta: Mapping[str, Any], data: bytes | None = None,
         except AttributeError:
             raise PackageError(f"library {where} has no symbol {entry['symbol']!r} (its "
                                "graph entry)") from None
+        quick = getattr(lib, QUICK_SYMBOL, None)  # absent from libraries exported before it
+        if quick is not None:
+            module.quick_address = ctypes.cast(quick, ctypes.c_void_p).value
     return module
 
 
