@@ -1,7 +1,7 @@
 """Where a model's time goes, ours vs ONNX Runtime, per layer class (issue 15), in one process.
 
     python benchmarks/kernels_vs_ort.py [--model resnet50] [--rounds 9] [--fifo]
-        [--target-extra "-conv1x1=direct"] [--by shape|class]
+        [--target-extra=-conv1x1=direct] [--before=-conv-tile=narrow] [--by shape|class]
 
 Compiles the model (cache of `export_torchvision.py`) at 1 thread (plus `--target-extra`) and
 loads it in ONNX Runtime (1 thread, default graph optimizations, its profiler on). Then
@@ -11,7 +11,9 @@ what they compute, read from the ONNX graph (ours: the Conv node a kernel's grou
 from; ORT: the node's input shapes in its profile): convolutions as `conv KxK C->O HxW sS
 [gG]`, the rest by class (pool, layout transform, dense, other). The table gives per key the
 count and summed median ms of each side, their ratio and the difference, largest gap first,
-so the rows at the top are where the model loses its time.
+so the rows at the top are where the model loses its time. `--before OPTS`: a second
+compilation with those target options, profiled in the same interleaved rounds, as a column
+before ours (a before/after pair per kernel in one process).
 """
 
 from __future__ import annotations
@@ -76,15 +78,15 @@ def our_keys(cm, convs: dict, by: str) -> list[str]:
     return keys
 
 
-def ort_node_times(sess_path: Path, x: dict, runs: int) -> tuple[object, callable]:
-    """A profiling ORT session and a function giving {node: (key args, [ms...])}."""
+def ort_profiling_session(path: Path):
+    """An ORT session (1 thread, default optimizations) with its profiler on."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.intra_op_num_threads, so.inter_op_num_threads = 1, 1
     so.enable_profiling = True
     so.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "ort")
-    return ort.InferenceSession(str(sess_path), so, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
 def ort_key(args: dict, by: str) -> str:
@@ -96,36 +98,46 @@ def ort_key(args: dict, by: str) -> str:
     return _other_class(op)
 
 
-def main() -> None:
+def _compile(path: Path, extra: str, x: dict, ref: np.ndarray):
     import tensorforge
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cm = tensorforge.compile(str(path), f"llvm -num-threads=1 {extra}")
+    err = float(np.max(np.abs(cm.run(x)[0] - ref)) / np.max(np.abs(ref)))
+    print(f"{extra or '(defaults)'}: max |ours - ORT| / max |ORT| = {err:.1e}")
+    assert err < 1e-4, err
+    return cm
+
+
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="resnet50")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--fifo", action="store_true")
-    ap.add_argument("--target-extra", default="")
+    ap.add_argument("--target-extra", default="", help="target options of ours")
+    ap.add_argument("--before", default=None, help="also compile with these target options "
+                    "(e.g. -conv-tile=narrow) and add its columns, interleaved with the rest")
     ap.add_argument("--by", default="shape", choices=("shape", "class"))
     args = ap.parse_args()
     path = CACHE / f"{args.model}.onnx"
     convs = onnx_conv_shapes(path)
-    sess = ort_node_times(path, {}, 0)
+    sess = ort_profiling_session(path)
     inp = sess.get_inputs()[0]
     x = {inp.name: np.random.default_rng(0).standard_normal(inp.shape).astype(np.float32)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cm = tensorforge.compile(str(path), f"llvm -num-threads=1 {args.target_extra}")
     ref = sess.run(None, x)[0]
-    err = float(np.max(np.abs(cm.run(x)[0] - ref)) / np.max(np.abs(ref)))
-    print(f"max |ours - ORT| / max |ORT| = {err:.1e}")
-    assert err < 1e-4, err
-    keys = our_keys(cm, convs, args.by)
-    ours: list[list[float]] = []
+    extras = ([args.before] if args.before is not None else []) + [args.target_extra]
+    models = [_compile(path, e, x, ref) for e in extras]
+    keys = [our_keys(cm, convs, args.by) for cm in models]
+    ours: list[list[list[float]]] = [[] for _ in models]
     load0 = os.getloadavg()[0]
+    players = list(range(len(models) + 1))  # the last: ORT
     with _Fifo(args.fifo):
         for r in range(args.rounds):
-            for who in ((0, 1) if r % 2 == 0 else (1, 0)):
-                if who == 0:
-                    ours.append([p["median"] * 1e3 for p in cm.profile(x, repeat=5)])
+            for who in (players if r % 2 == 0 else players[::-1]):
+                if who < len(models):
+                    ours[who].append([p["median"] * 1e3 for p in
+                                      models[who].profile(x, repeat=5)])
                 else:
                     for _ in range(5):
                         sess.run(None, x)
@@ -137,25 +149,39 @@ def main() -> None:
         if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time"):
             per.setdefault(e["name"], (ort_key(e["args"], args.by), []))[1].append(
                 e["dur"] / 1e3)
-    rows: dict[str, list[float]] = {}
-    for key, med in zip(keys, (statistics.median(c) for c in zip(*ours))):
-        row = rows.setdefault(key, [0, 0.0, 0, 0.0])
-        row[0] += 1
-        row[1] += med
+    ncol = len(models) + 1
+    rows: dict[str, list[list[float]]] = {}
+    for m, (ks, runs) in enumerate(zip(keys, ours)):
+        for key, med in zip(ks, (statistics.median(c) for c in zip(*runs))):
+            row = rows.setdefault(key, [[0, 0.0] for _ in range(ncol)])
+            row[m][0] += 1
+            row[m][1] += med
     for key, ts in per.values():
-        row = rows.setdefault(key, [0, 0.0, 0, 0.0])
-        row[2] += 1
-        row[3] += statistics.median(ts[1:] or ts)  # the first is the check run
-    print(f"{args.model} {args.target_extra or '(defaults)'}: load (1 min) {load0:.1f} -> "
-          f"{load1:.1f}, {args.rounds} rounds x 5")
-    print("| kernel | ours n | ours ms | ORT n | ORT ms | ours / ORT | ours - ORT ms |")
-    print("|---|---|---|---|---|---|---|")
-    for key, (n, t, m, u) in sorted(rows.items(), key=lambda kv: kv[1][3] - kv[1][1]):
+        row = rows.setdefault(key, [[0, 0.0] for _ in range(ncol)])
+        row[-1][0] += 1
+        row[-1][1] += statistics.median(ts[1:] or ts)  # the first is the check run
+    print(f"{args.model}: load (1 min) {load0:.1f} -> {load1:.1f}, {args.rounds} rounds x 5")
+    print(table(rows, extras))
+
+
+def table(rows: dict[str, list[list[float]]], extras: list[str]) -> str:
+    """Markdown: per key the count and ms of each column (ours per option set, ORT), ours /
+    ORT and ours - ORT of the last of ours; largest gap first, then the totals."""
+    names = [e or "ours" for e in extras] + ["ORT"]
+    head = "| kernel | n | " + " | ".join(f"{n} ms" for n in names)
+    lines = [head + " | ours / ORT | ours - ORT ms |",
+             "|---|---|" + "---|" * (len(names) + 2)]
+    tot = [sum(r[i][1] for r in rows.values()) for i in range(len(names))]
+    items = sorted(rows.items(), key=lambda kv: kv[1][-1][1] - kv[1][-2][1])
+    for key, cols in items + [("**all**", [[sum(r[i][0] for r in rows.values()), tot[i]]
+                                            for i in range(len(names))])]:
+        n = "/".join(str(int(c[0])) for c in cols) if len({c[0] for c in cols}) > 1 \
+            else str(int(cols[0][0]))
+        t, u = cols[-2][1], cols[-1][1]
+        ms = " | ".join(f"{c[1]:.3f}" for c in cols)
         ratio = f"{t / u:.2f}" if u else "-"
-        print(f"| {key} | {n} | {t:.3f} | {m} | {u:.3f} | {ratio} | {t - u:+.3f} |")
-    tt, tu = sum(r[1] for r in rows.values()), sum(r[3] for r in rows.values())
-    print(f"| **all** | {sum(r[0] for r in rows.values())} | {tt:.2f} | "
-          f"{sum(r[2] for r in rows.values())} | {tu:.2f} | {tt / tu:.2f} | {tt - tu:+.2f} |")
+        lines.append(f"| {key} | {n} | {ms} | {ratio} | {t - u:+.3f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

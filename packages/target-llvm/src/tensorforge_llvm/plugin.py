@@ -34,6 +34,9 @@ LLVM = TargetKind(
                                   "rule: up to 2 rows, 28 accumulators where blocks are 2+ "
                                   "vectors) or narrow (one row, half the registers)",
                                   choices=CONV_TILE_CHOICES),
+        "conv-prefetch": TargetOption(str, "auto", "convs' software prefetch of the next "
+                                      "weight panel: auto (measured rule) or off",
+                                      choices=("auto", "off")),
     },
     build="tensorforge_llvm.codegen:build",
     detect_host="tensorforge_llvm.host:detect_host",

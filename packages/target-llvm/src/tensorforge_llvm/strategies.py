@@ -11,8 +11,9 @@ template               knobs                                                    
 conv2d_nchwc direct    tile_ow (pixels per register tile), tile_oh (rows per tile), shape
                        reduce_order, unroll_kw, block (ic_bn/oc_bn, fixed by the
                        layout pass);
-                       1x1 convs also form (direct/gemm), gemm_tile_ow, tile_oc,   rule
-                       oc_outer, gemm_unroll_ic (the GEMM form, conv1x1.py)
+                       1x1 convs also form (direct/gemm), gemm_tile_ow/_oh,        rule
+                       tile_oc, oc_outer, gemm_unroll_ic (the GEMM form,
+                       conv1x1.py)
 depthwise NCHWc        tile_ow, unroll_taps                                         shape
 dense_packed           tile_m (rows), tile_panels (panels per tile), tile_k,      shape
                        block (fixed by the layout pass)
@@ -40,8 +41,10 @@ __all__ = ["KNOBS", "register_file", "schedule_conv2d_nchwc", "schedule_dense_pa
 
 KNOBS = {
     "conv2d_nchwc/direct": ("tile_ow", "tile_oh", "reduce_order", "unroll_kw", "block",
+                            "prefetch",
                             # 1x1 convs only (conv1x1.py): the GEMM form and its tile
-                            "form", "gemm_tile_ow", "tile_oc", "oc_outer", "gemm_unroll_ic"),
+                            "form", "gemm_tile_ow", "gemm_tile_oh", "tile_oc", "oc_outer",
+                            "gemm_unroll_ic"),
     "depthwise_conv2d_nchwc/direct": ("tile_ow", "unroll_taps"),
     "dense_packed/packed": ("tile_m", "tile_k", "tile_panels", "block"),
     "conv2d_winograd_nchwc/winograd": ("tile_p", "m"),
@@ -159,6 +162,33 @@ def default_conv_tile(oh: int, ow: int, kw: int, ic_bn: int, oc_bn: int, lanes: 
     return (th, tw) if th * tw > narrow[0] * narrow[1] else narrow
 
 
+def weight_panel(kernel: Tensor) -> int:
+    """Elements of one output block's weights (OIHW[x]i[y]o: contiguous)."""
+    return _prod_shape(kernel.shape) // int(kernel.shape[0].value)
+
+
+def _prod_shape(shape: Any) -> int:
+    p = 1
+    for e in shape:
+        p *= int(e.value)
+    return p
+
+
+#: `-conv-prefetch=`: `auto` (`prefetch_default`'s measured rule) or `off`
+PREFETCH_MIN_BYTES = 1 << 20
+
+
+def prefetch_default(kernel: Tensor, target: Any) -> bool:
+    """Prefetch the next weight panel (`pragma_prefetch`, codegen's `llvm.prefetch` into L2)
+    where the weights exceed `PREFETCH_MIN_BYTES`, unless `-conv-prefetch=off`. In a model
+    every layer's weights come from memory (a run streams all of them: ResNet-50's 100 MB
+    through a 2 MB L2); ..."""
+    opts = getattr(target, "options", {}) or {}
+    if str(opts.get("conv-prefetch", "auto") or "auto") == "off":
+        return False
+    return 4 * _prod_shape(kernel.shape) >= PREFETCH_MIN_BYTES
+
+
 _REDUCE_ORDERS = [(0, 1, 2, 3), (1, 2, 0, 3), (0, 3, 1, 2)]
 
 
@@ -199,6 +229,7 @@ def schedule_conv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
                        default=_REDUCE_ORDERS[0])
     cfg.define_knob("unroll_kw", [False, True], default=kw <= 3 or ic_bn < 8)
     cfg.define_knob("block", [(ic_bn, oc_bn)], default=(ic_bn, oc_bn))
+    cfg.define_knob("prefetch", [False, True], default=prefetch_default(kernel, target))
     red = conv.op.reduce_axis
     cfg.add_flop(2.0 * _prod(conv.op.axis) * _prod(red))
     if is_pointwise(conv.op):  # 1x1: the GEMM form (conv1x1.py) where the rule or tuner says
@@ -233,6 +264,8 @@ def schedule_conv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
     local.vectorize(cb)
     for ax in inner[:-1]:
         local.unroll(ax)
+    if cfg["prefetch"].val:  # the next output block's weight panel, while this one runs
+        local.pragma(ici, "prefetch", weight_panel(kernel))
     if cfg["unroll_kw"].val:
         local.unroll(local.op.reduce_axis[2])
     return s
