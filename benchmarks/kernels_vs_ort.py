@@ -13,7 +13,8 @@ from; ORT: the node's input shapes in its profile): convolutions as `conv KxK C-
 count and summed median ms of each side, their ratio and the difference, largest gap first,
 so the rows at the top are where the model loses its time. `--before OPTS`: a second
 compilation with those target options, profiled in the same interleaved rounds, as a column
-before ours (a before/after pair per kernel in one process).
+before ours (a before/after pair per kernel in one process); `--instances N` compiles each
+option set N times and pools their samples (placement effects: see the code).
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ def main() -> None:
     ap.add_argument("--before", default=None, help="also compile with these target options "
                     "(e.g. -conv-tile=narrow) and add its columns, interleaved with the rest")
     ap.add_argument("--by", default="shape", choices=("shape", "class"))
+    ap.add_argument("--instances", type=int, default=1, help="compilations per option set "
+                    "(profiled in turn, samples pooled)")
     args = ap.parse_args()
     path = CACHE / f"{args.model}.onnx"
     convs = onnx_conv_shapes(path)
@@ -127,17 +130,19 @@ def main() -> None:
     x = {inp.name: np.random.default_rng(0).standard_normal(inp.shape).astype(np.float32)}
     ref = sess.run(None, x)[0]
     extras = ([args.before] if args.before is not None else []) + [args.target_extra]
-    models = [_compile(path, e, x, ref) for e in extras]
-    keys = [our_keys(cm, convs, args.by) for cm in models]
-    ours: list[list[list[float]]] = [[] for _ in models]
+    # `--instances` compilations per option set, pooled: the same code compiled twice can
+    # differ by 3% in total and 20% in a layer (where its buffers land)
+    models = [_compile(path, e, x, ref) for _ in range(args.instances) for e in extras]
+    keys = [our_keys(cm, convs, args.by) for cm in models[:len(extras)]]
+    ours: list[list[list[float]]] = [[] for _ in extras]
     load0 = os.getloadavg()[0]
     players = list(range(len(models) + 1))  # the last: ORT
     with _Fifo(args.fifo):
         for r in range(args.rounds):
             for who in (players if r % 2 == 0 else players[::-1]):
                 if who < len(models):
-                    ours[who].append([p["median"] * 1e3 for p in
-                                      models[who].profile(x, repeat=5)])
+                    ours[who % len(extras)].append(
+                        [p["median"] * 1e3 for p in models[who].profile(x, repeat=5)])
                 else:
                     for _ in range(5):
                         sess.run(None, x)
@@ -149,7 +154,7 @@ def main() -> None:
         if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time"):
             per.setdefault(e["name"], (ort_key(e["args"], args.by), []))[1].append(
                 e["dur"] / 1e3)
-    ncol = len(models) + 1
+    ncol = len(extras) + 1
     rows: dict[str, list[list[float]]] = {}
     for m, (ks, runs) in enumerate(zip(keys, ours)):
         for key, med in zip(ks, (statistics.median(c) for c in zip(*runs))):
