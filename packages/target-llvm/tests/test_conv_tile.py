@@ -139,3 +139,51 @@ def test_the_rules() -> None:
 def test_bad_policy_is_refused(llvm_target) -> None:
     with pytest.raises(TensorforgeError, match="conv-tile"):
         Target.coerce("llvm -conv-tile=wide")
+
+
+@pytest.mark.parametrize("k,stride,pad", [(3, 2, 1), (1, 1, 0)])
+def test_weight_prefetch_computes_the_same_conv_and_emits_prefetches(llvm_target, k, stride,
+                                                                     pad) -> None:
+    """`prefetch` on (the direct form, and the GEMM form for 1x1): the kernel's IR calls
+    `llvm.prefetch` one panel ahead and computes what it does without; batch 2, odd sizes."""
+    bn = 2 * _lanes(llvm_target)
+    n, c, o, hw = 2, 2 * bn, 3 * bn, (9, 11)
+    d, wt, b, z = _te_conv(n, c, o, *hw, k, stride, pad, bn)
+    dv = RNG.standard_normal((n, c // bn, *hw, bn)).astype("float32")
+    wv = (RNG.standard_normal((o // bn, c // bn, k, k, bn, bn)) / np.sqrt(c * k * k)).astype(
+        "float32")
+    bv = RNG.standard_normal(o).astype("float32")
+    want = _numpy_conv(dv, wv, bv, stride, pad)
+    sp = ConfigSpace(llvm_target)
+    schedule_conv2d_nchwc([z], llvm_target, sp)
+    for form in (["direct", "gemm"] if k == 1 else ["direct"]):
+        for on in (False, True):
+            vals = dict({name: sp[name].json() for name in sp.knobs}, prefetch=on)
+            if k == 1:
+                vals["form"] = form
+            cfg = sp.from_json({"knobs": vals})
+            f = tensorforge.build(schedule_conv2d_nchwc([z], llvm_target, cfg), [d, wt, b, z],
+                                  target=llvm_target)
+            assert ("llvm.prefetch" in f.get_source("ll")) == on, (form, on)
+            got = np.zeros(want.shape, "float32")
+            f(dv, wv, bv, got)
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(vals))
+
+
+def test_prefetch_and_winograd_rules(llvm_target) -> None:
+    """Weights over 2 MB are prefetched unless `-conv-prefetch=off`; with the row tile
+    (`-conv-tile=auto`) Intel's 7x7 layers (16 F(2,3) tiles) stay direct, 14x14 do not."""
+    from tensorforge_llvm.strategies import prefetch_default
+    from tensorforge_llvm.winograd import default_tile
+
+    big = te.placeholder((16, 16, 3, 3, 32, 32), name="w")   # 9.4 MB
+    small = te.placeholder((8, 8, 1, 1, 32, 32), name="w")   # 256 KB
+    auto = Target.coerce("llvm -num-threads=1")
+    off = Target.coerce("llvm -num-threads=1 -conv-prefetch=off")
+    assert prefetch_default(big, auto) and not prefetch_default(small, auto)
+    assert not prefetch_default(big, off)
+    xeon = "sapphirerapids"
+    assert default_tile(512, 512, 7, 7, cpu=xeon) == 2
+    assert default_tile(512, 512, 7, 7, cpu=xeon, direct_rows=True) == 0
+    assert default_tile(256, 256, 14, 14, cpu=xeon, direct_rows=True) == 2
+    assert default_tile(512, 512, 7, 7, cpu="znver4", direct_rows=True) == 4  # AMD: as before
