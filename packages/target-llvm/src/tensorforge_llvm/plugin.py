@@ -37,6 +37,9 @@ LLVM = TargetKind(
         "conv-prefetch": TargetOption(str, "auto", "convs' software prefetch of the next "
                                       "weight panel: auto (measured rule) or off",
                                       choices=("auto", "off")),
+        "pool-pad": TargetOption(str, "inline", "pools' padding: inline (each tap tests its "
+                                 "bounds) or root (a padded copy first)",
+                                 choices=("inline", "root")),
     },
     build="tensorforge_llvm.codegen:build",
     detect_host="tensorforge_llvm.host:detect_host",
