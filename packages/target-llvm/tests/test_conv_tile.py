@@ -1,6 +1,7 @@
 """Register tiles over rows (`-conv-tile=`): the direct NCHW[x]c form's `tile_oh` x `tile_ow`
-tile (`strategies.default_conv_tile`) and the 1x1 GEMM form's `gemm_tile_oh`
-(`conv1x1.gemm_tile_rows`) against numpy: 7-row outputs whose last row tile is guarded,
+tile (`strategies.default_conv_tile`), its reduction order for small input blocks
+(`default_reduce_order`), the 1x1 GEMM form's `gemm_tile_oh` (`conv1x1.gemm_tile_rows`) and
+the weight prefetch (`-conv-prefetch=`) against numpy: 7-row outputs whose last row tile is guarded,
 stride 2, padding, batch 2, channel counts no block divides (through the layout pass), every
 row count of the tuning space; and the rules themselves."""
 
@@ -17,7 +18,12 @@ from tensorforge.graph import Graph, run_reference
 from tensorforge.ops.nn_nchwc import conv2d_nchwc
 from tensorforge.target import Target
 from tensorforge_llvm.conv1x1 import gemm_tile_rows
-from tensorforge_llvm.strategies import _lanes, default_conv_tile, schedule_conv2d_nchwc
+from tensorforge_llvm.strategies import (
+    _lanes,
+    default_conv_tile,
+    default_reduce_order,
+    schedule_conv2d_nchwc,
+)
 
 RNG = np.random.default_rng(3)
 
@@ -101,6 +107,7 @@ def _graph(n: int, c: int, o: int, hw: tuple[int, int], k: int, stride: int,
     (2, 40, 64, (7, 7), 3, 1, 1),    # 40 input channels: no 32-block divides them
     (1, 48, 96, (14, 13), 3, 2, 1),  # stride 2, odd width
     (2, 72, 64, (7, 7), 1, 1, 0),    # 1x1, batch 2
+    (2, 3, 64, (23, 21), 7, 2, 3),   # a 3-channel 7x7 stem: the channels outside the taps
 ])
 @pytest.mark.parametrize("policy", ["auto", "narrow"])
 def test_models_match_the_reference_under_both_policies(llvm_target, n, c, o, hw, k, stride,
@@ -128,6 +135,8 @@ def test_the_rules() -> None:
     assert default_conv_tile(7, 7, 3, 16, 16, 16, 32) == (1, 7)       # one vector
     assert default_conv_tile(1, 7, 3, 32, 32, 16, 32) == (1, 7)       # one row in all
     # the GEMM form: whole rows only, loads per FMA bounded
+    assert default_reduce_order(3) == (0, 3, 1, 2) and default_reduce_order(32) == (0, 1, 2, 3)
+    assert default_reduce_order(3, "narrow") == (0, 1, 2, 3)
     assert gemm_tile_rows(7, 7, 7, 1, 2, 32) == 2
     assert gemm_tile_rows(7, 7, 7, 1, 2, 32, "narrow") == 1
     assert gemm_tile_rows(14, 14, 14, 1, 2, 32) == 1                  # registers full

@@ -30,9 +30,10 @@ LLVM = TargetKind(
         "conv1x1": TargetOption(str, "auto", "1x1 convs: auto (measured rule), direct, or gemm "
                                 "(the GEMM form's register tile, conv1x1.py)",
                                 choices=CONV1X1_CHOICES),
-        "conv-tile": TargetOption(str, "auto", "direct convs' register tile: auto (measured "
-                                  "rule: up to 2 rows, 28 accumulators where blocks are 2+ "
-                                  "vectors) or narrow (one row, half the registers)",
+        "conv-tile": TargetOption(str, "auto", "direct convs' register tile and loop order: "
+                                  "auto (measured rules: up to 2 rows, 28 accumulators where "
+                                  "blocks are 2+ vectors; a 3-channel stem's channels outside "
+                                  "the taps) or narrow (one row, half the registers)",
                                   choices=CONV_TILE_CHOICES),
         "conv-prefetch": TargetOption(str, "auto", "convs' software prefetch of the next "
                                       "weight panel: auto (measured rule) or off",
