@@ -107,6 +107,8 @@ class ExprEmitter:
         self.b = ir.IRBuilder()
         self.vars: dict[Var, ir.Value] = {}
         self.mask: ir.Value | None = None
+        # under a `pragma_prefetch` (codegen_stmt): (distance in elements, addresses done)
+        self.prefetch: tuple[int, set[tuple[str, str]]] | None = None
         self.index_ctx = False
         self._dispatch: dict[type, Callable[[Any], ir.Value]] = {
             Var: self._var, IntImm: self._int, FloatImm: self._float, Add: self._add,

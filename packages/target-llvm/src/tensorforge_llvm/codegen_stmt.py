@@ -122,6 +122,15 @@ class StmtEmitter(ExprEmitter):
             self.expr(s.value)
 
     def _attr(self, s: AttrStmt) -> None:
+        if s.key == "pragma_prefetch" and isinstance(s.value, IntImm) and s.value.value:
+            # software prefetch (`memory.emit_prefetch`): each distinct contiguous vector load
+            # of a global buffer in the body also prefetches `value` elements ahead into L2
+            old, self.prefetch = self.prefetch, (s.value.value, set())
+            try:
+                self.stmt(s.body)
+            finally:
+                self.prefetch = old
+            return
         self.stmt(s.body)  # annotations (pragmas, storage hints) carry no code on CPU
 
     def _letstmt(self, s: LetStmt) -> None:

@@ -19,7 +19,9 @@ tile from registers, as in the direct form.
 
 The default form: the `-conv1x1=` target option (`auto`: `prefer_gemm`, `direct`, `gemm`).
 Knobs (tunable by `tforge tune`, beside `form` among those of `conv2d_nchwc/direct`):
-`gemm_tile_ow` (pixels per tile), `tile_oc` (output blocks per tile), `oc_outer` (loop
+`gemm_tile_ow` (pixels per tile), `gemm_tile_oh` (rows per tile where a tile is a whole
+row: the 7x7 layers' 7-pixel rows; `-conv-tile=narrow` keeps one), `tile_oc` (output blocks
+per tile), `oc_outer` (loop
 order: the output blocks outside the pixels, so a weight panel stays in L2 while the pixels
 stream past it; or inside, so the input tile stays in L1 while the weight panels stream),
 `gemm_unroll_ic` (the input block's channels unrolled).
@@ -29,8 +31,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["GEMM_ONE_BLOCK_MAX_OW", "L2_REREAD_BYTES", "default_gemm_tile", "define_gemm_knobs",
-           "is_pointwise", "oc_outer_default", "prefer_gemm", "schedule_conv1x1_gemm"]
+__all__ = ["GEMM_ONE_BLOCK_MAX_OW", "L2_REREAD_BYTES", "ROWS_MAX_LOADS_PER_FMA",
+           "default_gemm_tile", "define_gemm_knobs", "gemm_tile_rows", "is_pointwise",
+           "oc_outer_default", "prefer_gemm", "schedule_conv1x1_gemm"]
 
 def is_pointwise(conv_op: Any) -> bool:
     """A 1x1 convolution without padding (stride any), groups 1: the GEMM form applies."""
@@ -65,7 +68,37 @@ def default_gemm_tile(ow: int, oc_chunks: int, vecs: int, regs: int) -> tuple[in
     return best
 
 
-def prefer_gemm(ow: int, oc_chunks: int, oc_bn: int, lanes: int, regs: int) -> bool:
+#: the most broadcast + weight loads per FMA a row-spanning tile may take (the tiles the
+#: rule picks without rows: 0.4-0.63; 28 pixels x one 16-lane vector, 1.04, is load-bound)
+ROWS_MAX_LOADS_PER_FMA = 0.65
+
+
+def gemm_tile_rows(oh: int, ow: int, tile_ow: int, tile_oc: int, vecs: int, regs: int,
+                   policy: str = "auto") -> int:
+    """Rows per GEMM-form tile: where the tile is a whole row (`tile_ow == ow`), as many rows
+    as the register file holds (accumulators + `tile_oc * vecs` weights + a broadcast), at
+    most `ROWS_MAX_LOADS_PER_FMA` loads per FMA; the last row tile may be guarded. 1 under
+    `-conv-tile=narrow`. Measured (docs/performance.md, "A register tile over rows"): the
+    7x7-pixel 1x1 convs of ResNet-50 / ResNeXt-50 / MobileNetV2 in NCHW32c, 7 pixels x 1
+    block (14 accumulators) vs 2 rows x 7 (28)."""
+    if policy == "narrow" or tile_ow != ow:
+        return 1
+    best = 1
+    for th in range(2, oh + 1):
+        acc = th * tile_ow * tile_oc * vecs
+        if acc + tile_oc * vecs + 1 > regs or (
+                tile_oc * vecs + th * tile_ow) / acc > ROWS_MAX_LOADS_PER_FMA:
+            break
+        best = th
+    return best
+
+
+def _policy(target: Any, name: str) -> str:
+    return str((getattr(target, "options", {}) or {}).get(name, "auto") or "auto")
+
+
+def prefer_gemm(ow: int, oc_chunks: int, oc_bn: int, lanes: int, regs: int,
+                oh: int = 1, rows_policy: str = "narrow") -> bool:
     """The measured rule (docs/performance.md, "1x1 convolutions as GEMMs"): the GEMM form
     when its tile holds more accumulators than the direct form's (`default_tile_ow` pixels
     x one output block), and, when it is one output block wide, only on rows of at most
@@ -79,7 +112,8 @@ def prefer_gemm(ow: int, oc_chunks: int, oc_bn: int, lanes: int, regs: int) -> b
     tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs)
     if to == 1 and ow > GEMM_ONE_BLOCK_MAX_OW:
         return False
-    return tw * to > default_tile_ow(ow, oc_bn, lanes, regs)
+    th = gemm_tile_rows(oh, ow, tw, to, vecs, regs, rows_policy)
+    return th * tw * to > default_tile_ow(ow, oc_bn, lanes, regs)
 
 
 #: one-block GEMM tiles only on rows up to this many pixels (see `prefer_gemm`)
@@ -129,14 +163,19 @@ def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
     ow = _ext(out.op.axis[3])
     kernel = conv.op.input_tensors[1]
     oc_chunks, oc_bn = int(kernel.shape[0].value), int(kernel.shape[5].value)
-    regs = register_file(target)
-    tw, to = default_gemm_tile(ow, oc_chunks, max(1, oc_bn // lanes), regs)
-    policy = str((getattr(target, "options", {}) or {}).get("conv1x1", "auto") or "auto")
-    gemm = prefer_gemm(ow, oc_chunks, oc_bn, lanes, regs) if policy == "auto" else \
-        policy == "gemm"
+    oh = _ext(out.op.axis[2])
+    regs, vecs = register_file(target), max(1, oc_bn // lanes)
+    tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs)
+    rows = _policy(target, "conv-tile")
+    th = gemm_tile_rows(oh, ow, tw, to, vecs, regs, rows)
+    policy = _policy(target, "conv1x1")
+    gemm = prefer_gemm(ow, oc_chunks, oc_bn, lanes, regs, oh, rows) if policy == "auto" \
+        else policy == "gemm"
     cfg.define_knob("form", ["direct", "gemm"], default="gemm" if gemm else "direct")
     cfg.define_split("gemm_tile_ow", ow, 2, policy="candidate",
                      candidates=_tile_candidates(ow, tw, 16), default=(-1, tw))
+    cfg.define_split("gemm_tile_oh", oh, 2, policy="candidate",
+                     candidates=_tile_candidates(oh, th, 4), default=(-1, th))
     cfg.define_split("tile_oc", oc_chunks, 2, policy="candidate",
                      candidates=[(oc_chunks // d, d) for d in range(1, min(oc_chunks, 8) + 1)
                                  if oc_chunks % d == 0], default=(-1, to))
@@ -153,30 +192,40 @@ def schedule_conv1x1_gemm(s: Any, out: Any, conv: Any, cfg: Any, target: Any) ->
     from .strategies import _inline_rest, _parallel
 
     n, oc, oh, ow, ob = out.op.axis
+    kernel = conv.op.input_tensors[1]
     _inline_rest(s, {out.op, conv.op})  # no padding stage: a pointwise conv reads in place
     local = s[s.cache_write(conv.op.output(0), "local")]
     if conv.op is not out.op:
         conv.compute_inline()
     owo, owi = cfg["gemm_tile_ow"].apply(s, out, ow)
     oco, oci = cfg["tile_oc"].apply(s, out, oc)
+    ohi = None
+    if cfg["gemm_tile_oh"].size[1] > 1:  # a tile over rows (a whole row per `owo`)
+        oh, ohi = cfg["gemm_tile_oh"].apply(s, out, oh)
+    inner = [oci] + ([ohi] if ohi is not None else []) + [owi, ob]
     if cfg["oc_outer"].val:
-        out.reorder(n, oco, oh, owo, oci, owi, ob)
+        out.reorder(n, oco, oh, owo, *inner)
         rows = out.fuse(n, oco, oh, owo)
     else:
-        out.reorder(n, oh, owo, oco, oci, owi, ob)
+        out.reorder(n, oh, owo, oco, *inner)
         rows = out.fuse(n, oh, owo, oco)
     out.vectorize(ob)
-    out.unroll(owi)
-    out.unroll(oci)
+    for ax in inner[:-1]:
+        out.unroll(ax)
     if _parallel(target):
         out.parallel(rows)
     local.compute_at(out, rows)
-    _, lo, _, lw, lb = local.op.axis
+    _, lo, lh, lw, lb = local.op.axis
     ico, ry, rx, ici = local.op.reduce_axis
-    local.reorder(ico, ry, rx, ici, lw, lo, lb)
+    tile = ([lh] if ohi is not None else []) + [lw, lo]
+    local.reorder(ico, ry, rx, ici, *tile, lb)
     local.vectorize(lb)
-    local.unroll(lo)
-    local.unroll(lw)
+    for ax in tile:
+        local.unroll(ax)
+    if cfg["prefetch"].val:  # the next `tile_oc` panels' weights, while these run
+        from .strategies import weight_panel
+
+        local.pragma(ici, "prefetch", cfg["tile_oc"].size[1] * weight_panel(kernel))
     if cfg["gemm_unroll_ic"].val:
         local.unroll(ici)
     return s

@@ -33,6 +33,31 @@ def _to_reg(em: ExprEmitter, v: ir.Value, dtype: str) -> ir.Value:
     return v
 
 
+def emit_prefetch(em: ExprEmitter, buffer: Any, ptr: ir.Value, etype: ir.Type,
+                  base: PrimExpr, lanes: int) -> None:
+    """`llvm.prefetch` (read, into L2: `prefetcht1` on x86) of the cache lines of `lanes`
+    elements from `base + distance` of a global buffer, once per distinct address expression
+    in the pragma's body (an unrolled tile loads one weight vector many times; LLVM merges the
+    loads, not the prefetches). A hint: an address past the buffer does not fault."""
+    if em.prefetch is None or getattr(buffer, "scope", "global") not in ("global", ""):
+        return
+    distance, done = em.prefetch
+    key = (buffer.name, str(base))
+    if key in done:
+        return
+    done.add(key)
+    b = em.b
+    i = em.index(base)
+    fn = em.declare("llvm.prefetch.p0", ir.VoidType(), [PTR, I32, I32, I32])
+    per_line = max(1, CACHE_LINE // max(1, dt.nbytes(dt.element(buffer.dtype))))
+    for off in range(0, lanes, per_line):
+        at = b.gep(ptr, [b.add(i, ir.Constant(i.type, distance + off))], source_etype=etype)
+        b.call(fn, [at, ir.Constant(I32, 0), ir.Constant(I32, 2), ir.Constant(I32, 1)])
+
+
+CACHE_LINE = 64  # bytes
+
+
 def emit_load(em: ExprEmitter, buffer: Any, ptr: ir.Value, idx: PrimExpr) -> ir.Value:
     etype, align = _elem(buffer)
     b = em.b
@@ -45,6 +70,8 @@ def emit_load(em: ExprEmitter, buffer: Any, ptr: ir.Value, idx: PrimExpr) -> ir.
     vt = ir.VectorType(etype, lanes)
     if _is_contiguous(idx):
         addr = b.gep(ptr, [em.index(idx.base)], source_etype=etype)
+        if em.prefetch is not None and em.mask is None:
+            emit_prefetch(em, buffer, ptr, etype, idx.base, lanes)
         if em.mask is not None:
             fn = em.declare(f"llvm.masked.load.v{lanes}{_suffix(etype)}.p0", vt,
                             [PTR, I32, em.mask.type, vt])

@@ -9,6 +9,7 @@ from tensorforge.target import TargetKind, TargetOption
 MAX_THREADS = 1024
 WINOGRAD_CHOICES = ("auto", "off", "2", "4")
 CONV1X1_CHOICES = ("auto", "direct", "gemm")
+CONV_TILE_CHOICES = ("auto", "narrow")  # strategies.default_conv_tile
 
 LLVM = TargetKind(
     name="llvm",
@@ -29,6 +30,17 @@ LLVM = TargetKind(
         "conv1x1": TargetOption(str, "auto", "1x1 convs: auto (measured rule), direct, or gemm "
                                 "(the GEMM form's register tile, conv1x1.py)",
                                 choices=CONV1X1_CHOICES),
+        "conv-tile": TargetOption(str, "auto", "direct convs' register tile and loop order: "
+                                  "auto (measured rules: up to 2 rows, 28 accumulators where "
+                                  "blocks are 2+ vectors; a 3-channel stem's channels outside "
+                                  "the taps) or narrow (one row, half the registers)",
+                                  choices=CONV_TILE_CHOICES),
+        "conv-prefetch": TargetOption(str, "auto", "convs' software prefetch of the next "
+                                      "weight panel: auto (measured rule) or off",
+                                      choices=("auto", "off")),
+        "pool-pad": TargetOption(str, "inline", "pools' padding: inline (each tap tests its "
+                                 "bounds) or root (a padded copy first)",
+                                 choices=("inline", "root")),
     },
     build="tensorforge_llvm.codegen:build",
     detect_host="tensorforge_llvm.host:detect_host",

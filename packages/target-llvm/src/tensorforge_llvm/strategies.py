@@ -8,10 +8,12 @@ are chosen from the shape, the target's float32 lanes and its register file). Kn
 =====================  ==========================================================  ========
 template               knobs                                                       default
 =====================  ==========================================================  ========
-conv2d_nchwc direct    tile_ow (pixels per register tile), reduce_order,            shape
-                       unroll_kw, block (ic_bn/oc_bn, fixed by the layout pass);
-                       1x1 convs also form (direct/gemm), gemm_tile_ow, tile_oc,   rule
-                       oc_outer, gemm_unroll_ic (the GEMM form, conv1x1.py)
+conv2d_nchwc direct    tile_ow (pixels per register tile), tile_oh (rows per tile), shape
+                       reduce_order, unroll_kw, block (ic_bn/oc_bn, fixed by the
+                       layout pass);
+                       1x1 convs also form (direct/gemm), gemm_tile_ow/_oh,        rule
+                       tile_oc, oc_outer, gemm_unroll_ic (the GEMM form,
+                       conv1x1.py)
 depthwise NCHWc        tile_ow, unroll_taps                                         shape
 dense_packed           tile_m (rows), tile_panels (panels per tile), tile_k,      shape
                        block (fixed by the layout pass)
@@ -38,9 +40,11 @@ __all__ = ["KNOBS", "register_file", "schedule_conv2d_nchwc", "schedule_dense_pa
            "schedule_depthwise_nchwc"]
 
 KNOBS = {
-    "conv2d_nchwc/direct": ("tile_ow", "reduce_order", "unroll_kw", "block",
+    "conv2d_nchwc/direct": ("tile_ow", "tile_oh", "reduce_order", "unroll_kw", "block",
+                            "prefetch",
                             # 1x1 convs only (conv1x1.py): the GEMM form and its tile
-                            "form", "gemm_tile_ow", "tile_oc", "oc_outer", "gemm_unroll_ic"),
+                            "form", "gemm_tile_ow", "gemm_tile_oh", "tile_oc", "oc_outer",
+                            "gemm_unroll_ic"),
     "depthwise_conv2d_nchwc/direct": ("tile_ow", "unroll_taps"),
     "dense_packed/packed": ("tile_m", "tile_k", "tile_panels", "block"),
     "conv2d_winograd_nchwc/winograd": ("tile_p", "m"),
@@ -134,7 +138,72 @@ def default_tile_ow(ow: int, oc_bn: int, lanes: int, regs: int) -> int:
     return _pick_tile(ow, max(1, min(16, (regs // 2) // vecs)))
 
 
+def default_conv_tile(oh: int, ow: int, kw: int, ic_bn: int, oc_bn: int, lanes: int,
+                      regs: int, policy: str = "auto") -> tuple[int, int]:
+    """(tile_oh, tile_ow) of the direct form's register tile (`tile_oh x tile_ow` pixels x one
+    output block) under the `-conv-tile=` policy (`auto`: this rule; `narrow`: one row, half
+    the registers, `default_tile_ow`). Where a block is 2+ vectors and the kernel at most 3
+    wide, the tile fills the register file but the block's weight vectors, the broadcast and
+    one spare (14 pixels x 2 vectors = 28 accumulators on AVX-512), spanning 2+ rows where a row is
+    shorter (7-pixel rows: 2 rows, the last row tile guarded). Measured on this Xeon
+    (docs/performance.md, "Direct convolutions: a register tile over two rows"), ResNet-50's
+    3x3 stride-2 and 7x7-row layers in NCHW32c: 7-8 pixels x 1 row (the `narrow` tile,
+    14-16 accumulators) 105-122 GFLOP/s, 14 x 1 or 7 x 2 126-146; 7 x 2 blocks (33 registers:
+    a spill) 116-121. Else the narrow tile: 1-vector blocks (more pixels only add broadcast
+    loads), wider kernels (ResNet's 7x7 stem: 123 -> 75 with 14 pixels) and input blocks of
+    fewer than 8 channels (MobileNetV2's 3-channel stem: 85 -> 74)."""
+    vecs = max(1, oc_bn // lanes)
+    narrow = (1, default_tile_ow(ow, oc_bn, lanes, regs))
+    if policy == "narrow" or vecs < 2 or kw > 3 or ic_bn < 8:
+        return narrow
+    pixels = max(1, (regs - vecs - 2) // vecs)
+    tw = _pick_tile(ow, pixels)
+    th = max(1, min(oh, pixels // tw)) if tw == ow else 1
+    return (th, tw) if th * tw > narrow[0] * narrow[1] else narrow
+
+
+def weight_panel(kernel: Tensor) -> int:
+    """Elements of one output block's weights (OIHW[x]i[y]o: contiguous)."""
+    return _prod_shape(kernel.shape) // int(kernel.shape[0].value)
+
+
+def _prod_shape(shape: Any) -> int:
+    p = 1
+    for e in shape:
+        p *= int(e.value)
+    return p
+
+
+#: weights above this many bytes (this Xeon's L2 per core) are prefetched (`prefetch_default`)
+PREFETCH_MIN_BYTES = 2 << 20
+
+
+def prefetch_default(kernel: Tensor, target: Any) -> bool:
+    """Prefetch the next output block's weight panel (`pragma_prefetch`: codegen's
+    `llvm.prefetch` into L2, one panel ahead of every weight vector the tile loads) where the
+    weights exceed `PREFETCH_MIN_BYTES`, unless `-conv-prefetch=off`. In a model each layer's
+    weights come from memory (a run streams all of them, ResNet-50's 100 MB, through a 2 MB
+    L2), and the first pass over a panel waits on them: isolated with a 64 MB cache flush
+    between calls, ResNet-50's 4-9 MB layers ran 83-91 GFLOP/s without, 98-107 with; warm
+    (weights in L3) 0.94-1.0x. Measured in ResNet-50 (docs/performance.md): its 1 MB 1x1s
+    gained nothing and the 3x3 Winograd layers after them lost 10%, hence the L2 bound."""
+    opts = getattr(target, "options", {}) or {}
+    if str(opts.get("conv-prefetch", "auto") or "auto") == "off":
+        return False
+    return 4 * _prod_shape(kernel.shape) > PREFETCH_MIN_BYTES
+
+
 _REDUCE_ORDERS = [(0, 1, 2, 3), (1, 2, 0, 3), (0, 3, 1, 2)]
+
+
+def default_reduce_order(ic_bn: int, policy: str = "auto") -> tuple[int, ...]:
+    """The reduction loops' order (input block, kernel row, kernel column, channel in the
+    block): the block's channels innermost, except for input blocks of fewer than 8 channels
+    under `-conv-tile=auto` (a CNN's 3-channel stem), where they go outside the taps so the
+    innermost loop is the unrolled kernel row, not a 3-iteration loop around each tap.
+    Measured (docs/performance.md): ResNet-50's 7x7 stem 110 -> 159 GFLOP/s warm, 96 -> 140
+    with the input from memory; MobileNetV2's 3x3 stem 64-70 -> 83-85 (NCHW32c)."""
+    return _REDUCE_ORDERS[2] if ic_bn < 8 and policy == "auto" else _REDUCE_ORDERS[0]
 
 
 def single_output_schedule(outs: list[Tensor] | Tensor, target: Any, cfg: Any, who: str
@@ -160,14 +229,21 @@ def schedule_conv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
     kernel = conv.op.input_tensors[1]
     ic_bn, oc_bn = int(kernel.shape[4].value), int(kernel.shape[5].value)
     kw = int(kernel.shape[3].value)
-    owx = _ext(ow)
-    tile = default_tile_ow(owx, oc_bn, lanes, register_file(target))
+    owx, ohx = _ext(ow), _ext(oh)
+    policy = str((getattr(target, "options", {}) or {}).get("conv-tile", "auto") or "auto")
+    if is_pointwise(conv.op):  # 1x1: the forms and tiles of conv1x1.py's measured rule
+        policy = "narrow"
+    th, tile = default_conv_tile(ohx, owx, kw, ic_bn, oc_bn, lanes, register_file(target),
+                                 policy)
     cfg.define_split("tile_ow", owx, 2, policy="candidate",
                      candidates=_tile_candidates(owx, tile), default=(-1, tile))
+    cfg.define_split("tile_oh", ohx, 2, policy="candidate",
+                     candidates=_tile_candidates(ohx, th, 4), default=(-1, th))
     cfg.define_reorder("reduce_order", 4, policy="candidate", candidates=_REDUCE_ORDERS,
-                       default=_REDUCE_ORDERS[0])
+                       default=default_reduce_order(ic_bn, policy))
     cfg.define_knob("unroll_kw", [False, True], default=kw <= 3 or ic_bn < 8)
     cfg.define_knob("block", [(ic_bn, oc_bn)], default=(ic_bn, oc_bn))
+    cfg.define_knob("prefetch", [False, True], default=prefetch_default(kernel, target))
     red = conv.op.reduce_axis
     cfg.add_flop(2.0 * _prod(conv.op.axis) * _prod(red))
     if is_pointwise(conv.op):  # 1x1: the GEMM form (conv1x1.py) where the rule or tuner says
@@ -181,17 +257,29 @@ def schedule_conv2d_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
     if conv.op is not out.op:
         conv.compute_inline()
     owo, owi = cfg["tile_ow"].apply(s, out, ow)
-    out.reorder(n, oc, oh, owo, owi, ob)
+    _, cw, cb = local.op.axis[2:]
+    if cfg["tile_oh"].size[1] > 1:  # a tile over rows: `tile_oh` rows of `tile_ow` pixels
+        oho, ohi = cfg["tile_oh"].apply(s, out, oh)
+        out.reorder(n, oc, oho, owo, ohi, owi, ob)
+        out.unroll(ohi)
+        out.unroll(owi)
+        rows = out.fuse(n, oc, oho)
+        inner = [local.op.axis[2], cw, cb]
+    else:
+        out.reorder(n, oc, oh, owo, owi, ob)
+        rows = out.fuse(n, oc, oh)
+        inner = [cw, cb]
     out.vectorize(ob)
-    rows = out.fuse(n, oc, oh)
     if par:
         out.parallel(rows)
     local.compute_at(out, owo)
-    _, _, _, cw, cb = local.op.axis
     ico, ry, rx, ici = cfg["reduce_order"].apply(s, local, list(local.op.reduce_axis))
-    local.reorder(ico, ry, rx, ici, cw, cb)
+    local.reorder(ico, ry, rx, ici, *inner)
     local.vectorize(cb)
-    local.unroll(cw)
+    for ax in inner[:-1]:
+        local.unroll(ax)
+    if cfg["prefetch"].val:  # the next output block's weight panel, while this one runs
+        local.pragma(ici, "prefetch", weight_panel(kernel))
     if cfg["unroll_kw"].val:
         local.unroll(local.op.reduce_axis[2])
     return s

@@ -33,7 +33,8 @@ from .strategies import (
 __all__ = ["choose_tile", "default_tile", "schedule_conv2d_winograd_nchwc", "winograd_rule"]
 
 
-def default_tile(c: int, o: int, oh: int, ow: int, n: int = 1, cpu: str = "") -> int:
+def default_tile(c: int, o: int, oh: int, ow: int, n: int = 1, cpu: str = "",
+                 direct_rows: bool = False) -> int:
     """The measured default (0: direct), per CPU family (see docs/performance.md,
     "Winograd"); direct for fewer than 16 input or output channels (the transforms cost what
     the GEMM saves) on all.
@@ -44,11 +45,15 @@ def default_tile(c: int, o: int, oh: int, ow: int, n: int = 1, cpu: str = "") ->
       call: with fewer tiles the call is bound by them).
     - Intel (AVX-512 Xeons): F(4,3) from 36 tiles (28x28 and up), else F(2,3) from 16 tiles
       (7x7 and up), else direct: measured on issue 15's Xeon, F(4,3) at 14x14 and 7x7 ran
-      1.2x F(2,3)'s time (its 36/9 weights per few tiles stream from memory)."""
+      1.2x F(2,3)'s time (its 36/9 weights per few tiles stream from memory). With
+      `direct_rows` (the direct form's row tile and weight prefetch, `-conv-tile=auto`),
+      F(2,3) from 17 tiles: on ResNet-50's 512-channel 7x7 layers (16 tiles) direct ran
+      5.4 ms for two layers in the model, F(2,3) 6.8 (its 16/9-size weights stream from
+      memory); at 14x14 (49 tiles) F(2,3) stays ahead (7.1 vs 8.3 ms for five)."""
     if c < 16 or o < 16:
         return 0
     intel = bool(cpu) and not cpu.startswith(("znver", "generic"))
-    need = {4: 36, 2: 16} if intel else {4: 4, 2: 4}
+    need = {4: 36, 2: 17 if direct_rows else 16} if intel else {4: 4, 2: 4}
     for m in (4, 2):
         th, tw = -(-oh // m), -(-ow // m)
         if n * th * tw >= need[m]:
@@ -57,14 +62,14 @@ def default_tile(c: int, o: int, oh: int, ow: int, n: int = 1, cpu: str = "") ->
 
 
 def choose_tile(policy: str, c: int, o: int, oh: int, ow: int, n: int = 1,
-                cpu: str = "") -> int:
+                cpu: str = "", direct_rows: bool = False) -> int:
     """Tile size m (2 or 4) or 0 (direct) for one convolution under `policy`."""
     policy = (policy or "auto").lower()
     if policy in ("off", "0", "direct", "none"):
         return 0
     if policy in ("2", "4"):
         return int(policy)
-    return default_tile(c, o, oh, ow, n, cpu)
+    return default_tile(c, o, oh, ow, n, cpu, direct_rows)
 
 
 def _policy(target: Any) -> str:
@@ -88,6 +93,7 @@ def winograd_rule(target: Any = None, policy: str | None = None) -> Any:
     opts = getattr(target, "options", {}) or {}
     cpu = "" if opts.get("mtriple") and "x86_64" not in str(opts.get("mtriple")) else str(
         opts.get("mcpu", "") or "")
+    rows = str(opts.get("conv-tile", "auto") or "auto") == "auto"
 
     def rule(node: Any, x_shape: Any, w_shape: Any, attrs: dict[str, Any], ib: int, ob: int,
              lanes: int) -> Any:
@@ -99,7 +105,7 @@ def winograd_rule(target: Any = None, policy: str | None = None) -> Any:
         oh, ow = x_shape[2] + pt + pb - 2, x_shape[3] + pl + pr - 2
         if oh < 1 or ow < 1:
             return None
-        m = choose_tile(pol, cg, o, oh, ow, x_shape[0], cpu)
+        m = choose_tile(pol, cg, o, oh, ow, x_shape[0], cpu, rows)
         if not m:
             return None
         return lambda g, n, xb, ib_, ob_: _emit_winograd(g, n, xb, ob_, m, attrs["pads"])
