@@ -126,6 +126,30 @@ def test_records_tuned_for_another_target_name_both(llvm_target, tmp_path):
     assert model.desc["tuning"]["tuned_for_other_targets"] == [TARGET]
 
 
+def test_records_whose_knobs_no_longer_fit_are_not_applied(llvm_target, tmp_path):
+    """A record from before a template gained or lost a knob names a config by values the
+    space no longer has: applying its config index would pick some other config."""
+    g = branchy_cnn()
+    tasks = extract_tasks(g, TARGET)
+    with Database(tmp_path / "t.db") as db:
+        for t in tasks:
+            idx = next(i for i in range(len(t.config_space)) if i != t.config_space.default_index)
+            knobs = dict(t.config(idx).to_json()["knobs"], knob_of_an_older_schedule=3)
+            db.add_task(t)
+            db.add(Record(t.key, t.target_str, idx, {"knobs": knobs}, [1e-3]))
+    with pytest.warns(UserWarning) as rec:
+        model = tensorforge.compile(g, TARGET, tuning_db=tmp_path / "t.db")
+    msg = str(rec[0].message)
+    assert "3 of 3 tunable kernels have no record" in msg
+    assert "records name knobs the schedule no longer has" in msg and "tune them again" in msg
+    assert len(model.desc["tuning"]["stale"]) == 3 and not model.desc["tuning"]["applied"]
+    space = tasks[0].config_space
+    assert space.from_record({}, 1).index == 1  # a record without knobs: by its index
+    assert space.from_record({}, len(space)) is None
+    good = space.get(1).to_json()
+    assert space.from_record(good, 0).index == 1  # by its knobs, whatever its index says
+
+
 def test_a_group_task_is_measured_in_a_worker(llvm_target, tmp_path):
     """The template rebuilds the group from its JSON workload in a fresh worker process."""
     task = extract_tasks(branchy_cnn(), TARGET)[2]  # the dense: a small space, fast builds

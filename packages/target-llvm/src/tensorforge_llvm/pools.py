@@ -61,10 +61,12 @@ def schedule_pool(outs: list[Tensor] | Tensor, target: Any = None, cfg: Any = No
     # a global pool's 49+ taps are never worth unrolling: one config, no tuning task
     cfg.define_knob("unroll_taps", [False, True] if taps <= 16 else [False], default=taps <= 16)
     opts = getattr(target, "options", {}) or {}
-    cfg.define_knob("inline_pad", [False, True],
-                    default=str(opts.get("pool-pad", "inline") or "inline") == "inline")
+    pads = _inline_rest(s, {out.op, red.op})
+    inline = str(opts.get("pool-pad", "inline") or "inline") == "inline"
+    # without padding (a global pool, "valid" windows) the knob changes nothing: one choice
+    cfg.define_knob("inline_pad", [False, True] if pads else [inline], default=inline)
     cfg.add_flop(float(_prod(red.op.axis) * taps))
-    for st in _inline_rest(s, {out.op, red.op}):
+    for st in pads:
         if cfg["inline_pad"].val:  # the window's taps test the bounds (see the module doc)
             st.compute_inline()
         else:

@@ -367,10 +367,25 @@ class ConfigSpace:
         return ConfigEntity(self, index)
 
     def from_json(self, data: dict[str, Any]) -> ConfigEntity:
-        """The config whose knob values are ``data["knobs"]`` (the index is recomputed)."""
+        """The config whose knob values are ``data["knobs"]`` (the index is recomputed);
+        ``KeyError`` when the knobs are not exactly this space's or a value is not one of its
+        choices (a record from before the space changed)."""
         values = data["knobs"]
+        if set(values) != set(self.knobs):
+            raise KeyError(f"knobs {sorted(values)} are not this space's {sorted(self.knobs)}")
         pos = [k.position(values[name]) for name, k in self.knobs.items()]
         return self.get(self.index_of_positions(pos))
+
+    def from_record(self, data: dict[str, Any], index: int) -> ConfigEntity | None:
+        """The config a tuning record names: by its knob values; by ``index`` only for a
+        record without them (old records); None when the record's knobs no longer fit this
+        space (its config index would name a different config now)."""
+        if "knobs" not in data:
+            return self.get(index) if 0 <= index < len(self) else None
+        try:
+            return self.from_json(data)
+        except KeyError:
+            return None
 
     def random_index(self, rng: random.Random) -> int:
         return rng.randrange(len(self))

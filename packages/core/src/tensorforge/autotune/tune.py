@@ -298,8 +298,4 @@ def apply_best(task: Task, target: Any = None, db: Database | str | None = None,
             database.close()
     if not isinstance(best, Record):
         return task.instantiate(None)
-    try:
-        cfg = task.config_space.from_json(best.config)
-    except (KeyError, IndexError):
-        cfg = task.config(best.config_index)
-    return task.instantiate(cfg)
+    return task.instantiate(task.config_space.from_record(best.config, best.config_index))

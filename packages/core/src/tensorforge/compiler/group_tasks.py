@@ -161,6 +161,7 @@ class TuningContext:
         self._own = not isinstance(db, Database)
         self.applied: dict[str, str] = {}
         self.missing: dict[str, str] = {}
+        self.stale: dict[str, str] = {}  #: missing because the records' knobs no longer fit
         self._missing_tasks: list[Task] = []
 
     def config(self, group: FusedGroup, strategy: Any) -> Any:
@@ -172,16 +173,19 @@ class TuningContext:
             self.missing[task.key] = task.name
             self._missing_tasks.append(task)
             return None
-        try:
-            cfg = task.config_space.from_json(best.config)
-        except (KeyError, IndexError):
-            cfg = task.config(best.config_index)
+        cfg = task.config_space.from_record(best.config, best.config_index)
+        if cfg is None:  # tuned before the template's knobs changed: tune it again
+            self.missing[task.key] = task.name
+            self.stale[task.key] = task.name
+            self._missing_tasks.append(task)
+            return None
         self.applied[task.key] = task.name
         return cfg
 
     def summary(self) -> dict[str, Any]:
         return {"db": self.path, "applied": sorted(self.applied.values()),
                 "missing": sorted(self.missing.values()),
+                "stale": sorted(self.stale.values()),
                 "tuned_for_other_targets": self.other_targets()}
 
     def other_targets(self) -> list[str]:
@@ -208,6 +212,9 @@ class TuningContext:
         msg = (f"{n} of {plural(total, 'tunable kernel')} {verb} no record in {self.path} for "
                f"target {str(self.target)!r} (default schedules): "
                f"{'; '.join(sorted(self.missing.values()))}")
+        if self.stale:
+            msg += (f". {plural(len(self.stale), 'kernel')}' records name knobs the schedule no "
+                    f"longer has ({'; '.join(sorted(self.stale.values()))}): tune them again")
         other = self.other_targets()
         if other:
             names = ", ".join(repr(t) for t in other)
