@@ -10,6 +10,7 @@ MAX_THREADS = 1024
 WINOGRAD_CHOICES = ("auto", "off", "2", "4")
 CONV1X1_CHOICES = ("auto", "direct", "gemm")
 CONV_TILE_CHOICES = ("auto", "narrow")  # strategies.default_conv_tile
+DEPTHWISE_PAD_CHOICES = ("inline", "copy")
 
 LLVM = TargetKind(
     name="llvm",
@@ -41,6 +42,9 @@ LLVM = TargetKind(
         "pool-pad": TargetOption(str, "inline", "pools' padding: inline (each tap tests its "
                                  "bounds) or root (a padded copy first)",
                                  choices=("inline", "root")),
+        "depthwise-pad": TargetOption(str, "inline", "depthwise convs' zero padding: inline "
+                                      "(guarded reads) or copy (a padded copy of the input "
+                                      "first)", choices=DEPTHWISE_PAD_CHOICES),
     },
     build="tensorforge_llvm.codegen:build",
     detect_host="tensorforge_llvm.host:detect_host",
