@@ -11,6 +11,7 @@ WINOGRAD_CHOICES = ("auto", "off", "2", "4")
 CONV1X1_CHOICES = ("auto", "direct", "gemm")
 CONV_TILE_CHOICES = ("auto", "narrow")  # strategies.default_conv_tile
 DEPTHWISE_PAD_CHOICES = ("inline", "copy")
+PAD_CHANNELS_CHOICES = ("auto", "off")
 
 LLVM = TargetKind(
     name="llvm",
@@ -45,6 +46,10 @@ LLVM = TargetKind(
         "depthwise-pad": TargetOption(str, "inline", "depthwise convs' zero padding: inline "
                                       "(guarded reads) or copy (a padded copy of the input "
                                       "first)", choices=DEPTHWISE_PAD_CHOICES),
+        "pad-channels": TargetOption(str, "auto", "conv outputs whose channels only part-vector "
+                                     "blocks divide: auto (padded to whole vector blocks, zero "
+                                     "weights, when that adds at most 1/8) or off",
+                                     choices=PAD_CHANNELS_CHOICES),
     },
     build="tensorforge_llvm.codegen:build",
     detect_host="tensorforge_llvm.host:detect_host",
