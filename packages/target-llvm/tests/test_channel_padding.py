@@ -132,3 +132,40 @@ def test_padded_concat_leaves_as_its_logical_channels(llvm_target, pad: str) -> 
     cm = tensorforge.compile(g, target=f"{llvm_target} -num-threads=1 -pad-channels={pad}")
     for out, r in zip(cm.run(inputs), ref):
         np.testing.assert_allclose(out, r, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("unroll", [True, False])
+@pytest.mark.parametrize("shape,padded", [((1, 8, 5, 3, 16), (58, 64)),
+                                          ((1, 6, 4, 4, 4), None), ((1, 12, 3, 2), None)])
+def test_channel_shuffle_strategy_matches_numpy(llvm_target, shape, padded, unroll) -> None:
+    """The shuffle's schedule (pixels outer, blocks unrolled) under both knob settings, padded
+    or not, blocked or NCHW; models run it (`channel_shuffle/lanes`)."""
+    from tensorforge import te
+    from tensorforge.autotune.space import ConfigSpace
+    from tensorforge.graph.registry import get_op
+    from tensorforge.target import Target
+    from tensorforge_llvm.shuffle import schedule_channel_shuffle
+
+    target = Target.coerce(f"{llvm_target} -num-threads=2")
+    x = RNG.standard_normal(shape).astype("float32")
+    at = {"groups": 2, **({"padded": padded} if padded else {})}
+    ref = get_op("channel_shuffle").reference([x], at)[0]
+    xt = te.placeholder(shape, name="x")
+    y = get_op("channel_shuffle").compute([xt], at, [(shape, "float32")])[0]
+    space = ConfigSpace(target)
+    schedule_channel_shuffle([y], target, space)
+    cfg = next((space.get(i) for i in range(len(space))
+                if space.get(i)["unroll_blocks"].val == unroll), None)
+    if cfg is None:
+        pytest.skip("the knob has one setting here")
+    f = tensorforge.build(schedule_channel_shuffle([y], target, cfg), [xt, y], target=target)
+    out = np.full(shape, np.nan, "float32")
+    f(x, out)
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_models_use_the_shuffle_strategy(llvm_target) -> None:
+    g, _ = shufflenet_units(58, 12)
+    cm = tensorforge.compile(g, target=f"{llvm_target} -num-threads=1")
+    kinds = {k["schedule"] for k in cm.desc["kernels"] if k["master"] == "channel_shuffle"}
+    assert kinds == {"strategy channel_shuffle/lanes"}, kinds

@@ -115,6 +115,9 @@ def register_strategies(register, target):
     register(Strategy("conv2d", "direct_nchw", "tensorforge.ops.nn:conv2d_nchw",
                       "tensorforge_llvm.conv_nchw:schedule_conv2d_nchw", priority=10,
                       description="NCHW conv (channels no block divides): oc rows x ow vector"))
+    register(Strategy("channel_shuffle", "lanes", f"{_OPS}:_shuffle_compute",
+                      "tensorforge_llvm.shuffle:schedule_channel_shuffle", priority=10,
+                      description="channel shuffle: pixels outer, blocks unrolled, lanes vector"))
     for op in _POOL_OPS:
         mod = "tensorforge.ops.nn_blocked" if op.endswith("_nchwc") else "tensorforge.ops.nn"
         register(Strategy(op, "tiled", f"{mod}:{op}", "tensorforge_llvm.pools:schedule_pool",

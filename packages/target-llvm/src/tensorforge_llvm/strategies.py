@@ -50,6 +50,7 @@ KNOBS = {
     "conv2d_winograd_nchwc/winograd": ("tile_p", "m"),
     "attention/blocked": ("tile_q",),
     "qconv2d_nchwc/dot4": ("tile_ow", "unroll_kw", "tile_oc"),
+    "channel_shuffle/lanes": ("unroll_blocks",),
 }
 
 

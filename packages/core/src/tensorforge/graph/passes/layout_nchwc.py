@@ -287,7 +287,7 @@ class _Rewriter:
             attrs["groups"] = groups
         else:
             ob = out_block(o, self.lanes, cap) or out_block(o, self.lanes)
-            wide = padded_slots(o, self.lanes) if self.pad and not cap and (
+            wide = padded_slots(o, self.lanes) if self.pad and (
                 ob is None or ob < self.lanes) else None
             if wide:  # narrow blocks or none: whole vectors, zero weights in the padding
                 ob, out_segs = self.lanes, ((o, wide),)
