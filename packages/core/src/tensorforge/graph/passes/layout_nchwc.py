@@ -20,8 +20,10 @@ value. Transposed convolutions are first rewritten to convolutions (`subpixel.py
 Block sizes come from the channel counts and the target's float32 lanes L: the output block
 is 2L, L, L/2 or 4, the first that divides the channel count (2L only from 4L channels up);
 the input block of a convolution reuses the producer's block, or for a network input the
-largest divisor of C up to L (3 for RGB). A convolution whose output channels have none of
-these divisors (odd counts: 3, 5, 17) stays in NCHW; channels are not padded.
+largest divisor of C up to L (3 for RGB). A convolution whose output channels only L/2 or 4
+divide, or none, gets L-wide blocks with its channels padded when that adds at most 1/8
+(`layout_padding.py`: 58 -> 64, 116 -> 128); otherwise it keeps the narrow block, or stays
+in NCHW (odd counts: 3, 5, 17).
 """
 
 from __future__ import annotations
