@@ -37,6 +37,7 @@ from ..registry import OpPattern, get_op
 from .dilated import split_dilated_bands
 from .layout_padding import (
     Segments,
+    common_segments,
     pad_axis,
     pad_weights,
     padded_slice,
@@ -52,10 +53,6 @@ from .subpixel import _emit, rewrite_conv_transpose
 
 _POOLS = {"max_pool2d": "max_pool2d_nchwc", "avg_pool2d": "avg_pool2d_nchwc",
           "global_avg_pool2d": "global_avg_pool2d_nchwc"}
-#: elementwise ops that carry padded channels (`layout_padding.py`): finite on finite input
-PADDING_SAFE = frozenset({"relu", "clip", "leaky_relu", "sigmoid", "tanh", "hard_sigmoid",
-                          "hard_swish", "silu", "neg", "abs", "identity", "add", "sub", "mul",
-                          "maximum", "minimum"})
 
 
 def _lanes(target: Any) -> int:
@@ -342,7 +339,7 @@ class _Rewriter:
             return False
         b = next(self.blocked[id(v)][1] for v in tensors
                  if id(v) in self.blocked and tuple(v.shape) == tuple(out.shape))
-        segs = self._common_segments(n, tensors, b)
+        segs = common_segments(self, n, tensors, b)
         if segs is False:
             return False
         ins = []
@@ -354,18 +351,6 @@ class _Rewriter:
         y = _emit(self.g, n.op, ins, dict(n.attrs), n.name)
         self.set_blocked(out, y, b, segs)
         return True
-
-    def _common_segments(self, n: Node, tensors: list[Value], b: int) -> Any:
-        """The padding an elementwise node carries: None when no operand is padded, the
-        operands' common segments when all are padded alike in block `b` and the op keeps
-        the padding finite (`PADDING_SAFE`), else False (the node runs unpadded)."""
-        if not any(id(v) in self.segs for v in tensors):
-            return None
-        segs = self.segs.get(id(tensors[0]))
-        if n.op not in PADDING_SAFE or any(
-                self.segs.get(id(v)) != segs or self.blocked[id(v)][1] != b for v in tensors):
-            return False
-        return segs
 
     def _relay_const(self, v: Value, b: int, segs: Segments | None = None) -> Value:
         a = v.const

@@ -25,8 +25,9 @@ from ..ir import Graph, Value
 from .simplify import make_node
 from .subpixel import _emit
 
-__all__ = ["PAD_LIMIT", "Segments", "pad_axis", "pad_weights", "padded_slice", "padded_slots",
-           "padding_on", "plain_segments", "slot_index", "slots", "unpad_to_plain"]
+__all__ = ["PADDING_SAFE", "PAD_LIMIT", "Segments", "common_segments", "pad_axis",
+           "pad_weights", "padded_slice", "padded_slots", "padding_on", "plain_segments",
+           "slot_index", "slots", "unpad_to_plain"]
 
 #: pad a conv's output channels to whole vectors when the padding adds at most this share of
 #: its channels (58 -> 64, 116 -> 128: 10%; 232 -> 240: 3%; MobileNet's 24 -> 32 (33%) and
@@ -34,6 +35,11 @@ __all__ = ["PAD_LIMIT", "Segments", "pad_axis", "pad_weights", "padded_slice", "
 PAD_LIMIT = 0.125
 
 Segments = tuple[tuple[int, int], ...]
+
+#: elementwise ops that carry padded channels: finite on finite input
+PADDING_SAFE = frozenset({"relu", "clip", "leaky_relu", "sigmoid", "tanh", "hard_sigmoid",
+                          "hard_swish", "silu", "neg", "abs", "identity", "add", "sub", "mul",
+                          "maximum", "minimum"})
 
 
 def padding_on(target: Any) -> bool:
@@ -95,6 +101,19 @@ def unpad_to_plain(g: Graph, bv: Value, b: int, segs: Segments, name: str, out: 
         at += p
     if len(segs) > 1:
         _emit(g, "concat", parts, {"axis": 1}, f"{name}_to_nchw", out)
+
+
+def common_segments(rw: Any, n: Any, tensors: list[Value], b: int) -> Any:
+    """The padding an elementwise node `n` carries in the layout pass `rw`: None when no
+    operand is padded, the operands' common segments when all are padded alike in block `b`
+    and the op keeps the padding finite (`PADDING_SAFE`), else False (it runs unpadded)."""
+    if not any(id(v) in rw.segs for v in tensors):
+        return None
+    segs = rw.segs.get(id(tensors[0]))
+    if n.op not in PADDING_SAFE or any(
+            rw.segs.get(id(v)) != segs or rw.blocked[id(v)][1] != b for v in tensors):
+        return False
+    return segs
 
 
 def pad_weights(g: Graph, n: Any, in_segs: Segments | None, out_segs: Segments | None,
