@@ -79,6 +79,12 @@ def emit_load(em: ExprEmitter, buffer: Any, ptr: ir.Value, idx: PrimExpr) -> ir.
         else:
             v = b.load(addr, typ=vt, align=align)
         return _to_reg(em, v, buffer.dtype)
+    if em.mask is None:  # lanes at constant offsets from one address: window loads
+        from .lane_gather import emit_window_load
+
+        v = emit_window_load(em, etype, align, ptr, idx, lanes)
+        if v is not None:
+            return _to_reg(em, v, buffer.dtype)
     addrs = _lane_addresses(em, etype, ptr, idx)
     if em.mask is not None:
         pvt = ir.VectorType(PTR, lanes)

@@ -10,6 +10,8 @@ MAX_THREADS = 1024
 WINOGRAD_CHOICES = ("auto", "off", "2", "4")
 CONV1X1_CHOICES = ("auto", "direct", "gemm")
 CONV_TILE_CHOICES = ("auto", "narrow")  # strategies.default_conv_tile
+DEPTHWISE_PAD_CHOICES = ("inline", "copy")
+PAD_CHANNELS_CHOICES = ("auto", "off")
 
 LLVM = TargetKind(
     name="llvm",
@@ -41,6 +43,13 @@ LLVM = TargetKind(
         "pool-pad": TargetOption(str, "inline", "pools' padding: inline (each tap tests its "
                                  "bounds) or root (a padded copy first)",
                                  choices=("inline", "root")),
+        "depthwise-pad": TargetOption(str, "inline", "depthwise convs' zero padding: inline "
+                                      "(guarded reads) or copy (a padded copy of the input "
+                                      "first)", choices=DEPTHWISE_PAD_CHOICES),
+        "pad-channels": TargetOption(str, "auto", "conv outputs whose channels only part-vector "
+                                     "blocks divide: auto (padded to whole vector blocks, zero "
+                                     "weights, when that adds at most 1/8) or off",
+                                     choices=PAD_CHANNELS_CHOICES),
     },
     build="tensorforge_llvm.codegen:build",
     detect_host="tensorforge_llvm.host:detect_host",
@@ -106,6 +115,9 @@ def register_strategies(register, target):
     register(Strategy("conv2d", "direct_nchw", "tensorforge.ops.nn:conv2d_nchw",
                       "tensorforge_llvm.conv_nchw:schedule_conv2d_nchw", priority=10,
                       description="NCHW conv (channels no block divides): oc rows x ow vector"))
+    register(Strategy("channel_shuffle", "lanes", f"{_OPS}:_shuffle_compute",
+                      "tensorforge_llvm.shuffle:schedule_channel_shuffle", priority=10,
+                      description="channel shuffle: pixels outer, blocks unrolled, lanes vector"))
     for op in _POOL_OPS:
         mod = "tensorforge.ops.nn_blocked" if op.endswith("_nchwc") else "tensorforge.ops.nn"
         register(Strategy(op, "tiled", f"{mod}:{op}", "tensorforge_llvm.pools:schedule_pool",

@@ -14,7 +14,7 @@ conv2d_nchwc direct    tile_ow (pixels per register tile), tile_oh (rows per til
                        1x1 convs also form (direct/gemm), gemm_tile_ow/_oh,        rule
                        tile_oc, oc_outer, gemm_unroll_ic (the GEMM form,
                        conv1x1.py)
-depthwise NCHWc        tile_ow, unroll_taps                                         shape
+depthwise NCHWc        tile_ow, unroll_taps, inline_pad                            shape
 dense_packed           tile_m (rows), tile_panels (panels per tile), tile_k,      shape
                        block (fixed by the layout pass)
 winograd NCHWc         tile_p (tiles per register block), m (2 or 4, fixed by the  shape
@@ -45,11 +45,12 @@ KNOBS = {
                             # 1x1 convs only (conv1x1.py): the GEMM form and its tile
                             "form", "gemm_tile_ow", "gemm_tile_oh", "tile_oc", "oc_outer",
                             "gemm_unroll_ic"),
-    "depthwise_conv2d_nchwc/direct": ("tile_ow", "unroll_taps"),
+    "depthwise_conv2d_nchwc/direct": ("tile_ow", "unroll_taps", "inline_pad"),
     "dense_packed/packed": ("tile_m", "tile_k", "tile_panels", "block"),
     "conv2d_winograd_nchwc/winograd": ("tile_p", "m"),
     "attention/blocked": ("tile_q",),
     "qconv2d_nchwc/dot4": ("tile_ow", "unroll_kw", "tile_oc"),
+    "channel_shuffle/lanes": ("unroll_blocks",),
 }
 
 
@@ -295,7 +296,14 @@ def _prod(axes: Any) -> int:
 def schedule_depthwise_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
                              cfg: Any = None) -> Any:
     """Depthwise NCHW[x]c: a tile of `tile_ow` pixels x one channel block, the taps unrolled;
-    every step is an elementwise vector FMA (input vector x weight vector)."""
+    every step is an elementwise vector FMA (input vector x weight vector).
+
+    The zero padding is read inline by default (`inline_pad`: each tap's load guarded by its
+    row and column test): a depthwise conv does 9 or 25 FMAs per input vector, so the padded
+    copy a dense conv affords (one more pass over the input, written and read back; 5 MB for
+    MobileNetV2's 112x112x96 layer, beyond L2) cost as much as the convolution itself:
+    that layer 0.62 -> 0.28 ms, 56x56x144 stride 2 0.24 -> 0.09 ms (docs/performance.md).
+    `-depthwise-pad=copy` makes the copy the knob's default."""
     from tensorforge import te
 
     outs = [outs] if isinstance(outs, Tensor) else list(outs)
@@ -310,9 +318,14 @@ def schedule_depthwise_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
     cfg.define_split("tile_ow", owx, 2, policy="candidate",
                      candidates=_tile_candidates(owx, tile), default=(-1, tile))
     cfg.define_knob("unroll_taps", [False, True], default=True)
+    cfg.define_knob("inline_pad", [True, False], default=_option(target, "depthwise-pad",
+                                                                 "inline") == "inline")
     cfg.add_flop(2.0 * _prod(conv.op.axis) * _prod(conv.op.reduce_axis))
     for st in _inline_rest(s, {out.op, conv.op}):
-        _root_parallel(st, par)
+        if cfg["inline_pad"].val:
+            st.compute_inline()
+        else:
+            _root_parallel(st, par)
     local = s[s.cache_write(conv.op.output(0), "local")]
     if conv.op is not out.op:
         conv.compute_inline()
@@ -331,6 +344,11 @@ def schedule_depthwise_nchwc(outs: list[Tensor] | Tensor, target: Any = None,
     if cfg["unroll_taps"].val:
         local.unroll(rx)
     return s
+
+
+def _option(target: Any, name: str, default: str) -> str:
+    """The string target option `name` (its default when the target has none)."""
+    return str((getattr(target, "options", {}) or {}).get(name, default) or default)
 
 
 #: the row count dense tiles are chosen for when the rows are a symbolic size

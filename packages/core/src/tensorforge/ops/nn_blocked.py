@@ -176,9 +176,13 @@ def pixel_shuffle(x: Tensor, stride: int, offset: tuple[int, int], out_hw: tuple
     return te.compute(out_shape, src, name=name, tag="injective")
 
 
-def channel_shuffle(x: Tensor, groups: int, name: str = "channel_shuffle") -> Tensor:
+def channel_shuffle(x: Tensor, groups: int, padded: tuple[int, int] | None = None,
+                    name: str = "channel_shuffle") -> Tensor:
     """out channel c' = j * groups + i reads input channel i * (C / groups) + j, on NCHW or
-    NCHW[x]c (the source channel's block and lane computed per output lane)."""
+    NCHW[x]c (the source channel's block and lane computed per output lane). With `padded`
+    = (S, P) (NCHW[x]c only; channels padded to whole blocks, `passes/layout_padding.py`),
+    input and output hold each run of S = C / groups channels in P slots; the output's
+    padding slots are zero."""
     shape = [_int(d) for d in x.shape]
     blocked = len(shape) == 5
     bn = shape[4] if blocked else 1
@@ -186,7 +190,14 @@ def channel_shuffle(x: Tensor, groups: int, name: str = "channel_shuffle") -> Te
 
     def src(nn: Any, c: Any, yy: Any, xx: Any, *b: Any) -> Any:
         ch = c * bn + b[0] if blocked else c
-        s = (ch % groups) * per + ch // groups
-        return x[(nn, s // bn, yy, xx, s % bn)] if blocked else x[nn, s, yy, xx]
+        if padded:  # slot -> logical channel -> its source channel -> the source's slot
+            real, slots = padded
+            k = (ch // slots) * real + ch % slots
+            lg = (k % groups) * real + k // groups
+            at = (lg // real) * slots + lg % real
+            return te.if_then_else(ch % slots < real, x[(nn, at // bn, yy, xx, at % bn)],
+                                   const(0.0, x.dtype))
+        at = (ch % groups) * per + ch // groups
+        return x[(nn, at // bn, yy, xx, at % bn)] if blocked else x[nn, at, yy, xx]
 
     return te.compute(tuple(shape), src, name=name, tag="injective")

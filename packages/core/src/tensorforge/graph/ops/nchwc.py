@@ -247,18 +247,28 @@ def _shuffle_ref(ins: list[np.ndarray], at: dict[str, Any]) -> list[np.ndarray]:
     if blocked:
         b = x.shape[-1]
         x = _unpack(x)
+    g, padded = at["groups"], at.get("padded")
+    if padded:  # runs of S channels in P slots each: drop the padding, shuffle, pad again
+        real, slots = padded
+        x = x.reshape(x.shape[0], g, slots, *x.shape[2:])[:, :, :real].reshape(
+            x.shape[0], g * real, *x.shape[2:])
     n, c, h, w = x.shape
-    g = at["groups"]
     y = np.ascontiguousarray(x.reshape(n, g, c // g, h, w).transpose(0, 2, 1, 3, 4)
                              ).reshape(n, c, h, w)
+    if padded:
+        full = np.zeros((n, g, slots, h, w), y.dtype)
+        full[:, :, :real] = y.reshape(n, g, real, h, w)
+        y = full.reshape(n, g * slots, h, w)
     return [_pack(y, b) if blocked else y]
 
 
 def _shuffle_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any]:
-    return [nb.channel_shuffle(ins[0], at["groups"])]
+    padded = at.get("padded")
+    return [nb.channel_shuffle(ins[0], at["groups"], tuple(padded) if padded else None)]
 
 
 register_op("channel_shuffle", OpPattern.INJECTIVE, lambda types, at: [types[0]], _shuffle_ref,
             _shuffle_compute,
             doc="ShuffleNet's channel shuffle (reshape to (N, g, C/g, H, W), swap axes 1 and 2, "
-                "reshape back) on NCHW or NCHW<x>c; attrs groups")
+                "reshape back) on NCHW or NCHW<x>c; attrs groups, padded (S, P): each run of "
+                "S = C/groups channels held in P slots, the padding zero (NCHW<x>c)")

@@ -20,8 +20,10 @@ value. Transposed convolutions are first rewritten to convolutions (`subpixel.py
 Block sizes come from the channel counts and the target's float32 lanes L: the output block
 is 2L, L, L/2 or 4, the first that divides the channel count (2L only from 4L channels up);
 the input block of a convolution reuses the producer's block, or for a network input the
-largest divisor of C up to L (3 for RGB). A convolution whose output channels have none of
-these divisors (odd counts: 3, 5, 17) stays in NCHW; channels are not padded.
+largest divisor of C up to L (3 for RGB). A convolution whose output channels only L/2 or 4
+divide, or none, gets L-wide blocks with its channels padded when that adds at most 1/8
+(`layout_padding.py`: 58 -> 64, 116 -> 128); otherwise it keeps the narrow block, or stays
+in NCHW (odd counts: 3, 5, 17).
 """
 
 from __future__ import annotations
@@ -33,6 +35,17 @@ import numpy as np
 from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
 from .dilated import split_dilated_bands
+from .layout_padding import (
+    Segments,
+    common_segments,
+    pad_axis,
+    pad_weights,
+    padded_slice,
+    padded_slots,
+    padding_on,
+    plain_segments,
+    unpad_to_plain,
+)
 from .placement import placed_elsewhere
 from .qdq import qconv_nchwc
 from .simplify import make_node
@@ -177,10 +190,18 @@ class _Rewriter:
         self.blocked: dict[int, tuple[Value, int]] = {}  # id(NCHW value) -> (blocked, x)
         self.plain: set[int] = set()  # NCHW values that exist (or were materialized)
         self.winograd = winograd
+        self.pad = padding_on(target)
+        #: id(NCHW value) -> its segments, for values held with channels padded to whole
+        #: blocks (`layout_padding.py`); the blocked value then has `slots(segs)` channels
+        self.segs: dict[int, Segments] = {}
 
     # moving values between layouts ---------------------------------------------------------
     def to_plain(self, v: Value) -> Value:
         """`v` in NCHW: materialized once from its blocked form (as the original value)."""
+        if id(v) in self.segs and id(v) not in self.plain:
+            bv, b = self.blocked[id(v)]
+            unpad_to_plain(self.g, bv, b, self.segs[id(v)], v.name, v)
+            self.plain.add(id(v))
         if id(v) in self.blocked and id(v) not in self.plain:
             bv, b = self.blocked[id(v)]
             _emit(self.g, "layout_transform", [bv],
@@ -189,6 +210,14 @@ class _Rewriter:
         return v
 
     def to_blocked(self, v: Value, b: int) -> Value:
+        """`v` in NCHW[b]c without padding (a padded value goes through its NCHW form)."""
+        if id(v) in self.segs:
+            key = (id(v), b)
+            if key not in self.reblocked:
+                self.reblocked[key] = _emit(
+                    self.g, "layout_transform", [self.to_plain(v)],
+                    {"src_layout": "NCHW", "dst_layout": f"NCHW{b}c"}, f"{v.name}_nchw{b}c")
+            return self.reblocked[key]
         if id(v) in self.blocked and self.blocked[id(v)][1] == b:
             return self.blocked[id(v)][0]
         if id(v) in self.blocked:  # another block: one re-blocking transform, kept apart
@@ -206,6 +235,16 @@ class _Rewriter:
         self.blocked[id(v)] = (bv, b)
         self.plain.add(id(v))
         return bv
+
+    def segments(self, v: Value) -> Segments:
+        """The segments of a blocked value (one unpadded segment unless padded)."""
+        return self.segs.get(id(v), plain_segments(v.shape[1]))
+
+    def set_blocked(self, v: Value, bv: Value, b: int, segs: Segments | None = None) -> None:
+        """Record `bv` (block `b`) as the blocked form of `v`, padded as `segs` says."""
+        self.blocked[id(v)] = (bv, b)
+        if segs is not None and any(real != p for real, p in segs):
+            self.segs[id(v)] = segs
 
     def keep(self, n: Node) -> None:
         n.inputs = [self.to_plain(v) for v in n.inputs]
@@ -230,9 +269,11 @@ class _Rewriter:
         attrs = {k: tuple(n.attrs.get(k, d)) for k, d in
                  (("strides", (1, 1)), ("pads", (0, 0, 0, 0)), ("dilations", (1, 1)))}
         cap = self.caps.get(id(n.outputs[0]), 0)
+        in_segs = self.segs.get(id(x)) if groups == 1 or depthwise else None
+        out_segs = in_segs if depthwise else None
         if depthwise:
             ob = self.blocked[id(x)][1] if id(x) in self.blocked else out_block(c, self.lanes)
-            if ob is None or self._narrow(ob, n):
+            if ob is None or self._narrow(ob, n) and not in_segs:
                 return False
             ib, op = 1, "depthwise_conv2d_nchwc"
         elif groups > 1:  # grouped: blocks within a group (x | C/groups, y | O/groups)
@@ -245,7 +286,11 @@ class _Rewriter:
             attrs["groups"] = groups
         else:
             ob = out_block(o, self.lanes, cap) or out_block(o, self.lanes)
-            if ob is None or self._narrow(ob, n):
+            wide = padded_slots(o, self.lanes) if self.pad and (
+                ob is None or ob < self.lanes) else None
+            if wide:  # narrow blocks or none: whole vectors, zero weights in the padding
+                ob, out_segs = self.lanes, ((o, wide),)
+            elif ob is None or self._narrow(ob, n):
                 # no block, or quarter-vector blocks (ShuffleNet's 116 channels in 4s) on a
                 # wide image: NCHW, vectors along the width (conv2d/direct_nchw)
                 return False
@@ -253,9 +298,17 @@ class _Rewriter:
             op = "conv2d_nchwc"
         if n.attrs.get("out_dtype"):  # int8 x int8 -> int32: kept, and no Winograd
             attrs["out_dtype"] = n.attrs["out_dtype"]
-        xb = self.to_blocked(x, ob if depthwise else ib)
+        if in_segs:  # read as it is, padding and all
+            xb, xblock = self.blocked[id(x)]
+            ob, ib = (xblock, 1) if depthwise else (ob, xblock)
+        else:
+            xb = self.to_blocked(x, ob if depthwise else ib)
+        if in_segs or out_segs:  # zero weights (and bias) on the padding slots
+            w, rest = pad_weights(self.g, n, in_segs, out_segs, depthwise)
+        else:
+            rest = list(n.inputs[2:])
         if not depthwise and groups == 1 and self.winograd is not None and \
-                "out_dtype" not in attrs:
+                "out_dtype" not in attrs and not (in_segs or out_segs):
             wino = self.winograd(n, x.shape, w.shape, attrs, ib, ob, self.lanes)
             if wino is not None:
                 y = wino(self.g, n, xb, ib, ob)
@@ -263,8 +316,8 @@ class _Rewriter:
                 return True
         wp = _emit(self.g, "layout_transform", [w],
                    {"src_layout": "OIHW", "dst_layout": f"OIHW{ib}i{ob}o"}, f"{w.name}_packed")
-        y = _emit(self.g, op, [xb, wp, *n.inputs[2:]], attrs, n.name)
-        self.blocked[id(n.outputs[0])] = (y, ob)
+        y = _emit(self.g, op, [xb, wp, *rest], attrs, n.name)
+        self.set_blocked(n.outputs[0], y, ob, out_segs)
         return True
 
     def elementwise(self, n: Node) -> bool:
@@ -286,21 +339,26 @@ class _Rewriter:
             return False
         b = next(self.blocked[id(v)][1] for v in tensors
                  if id(v) in self.blocked and tuple(v.shape) == tuple(out.shape))
+        segs = common_segments(self, n, tensors, b)
+        if segs is False:
+            return False
         ins = []
         for v in n.inputs:
             if v.is_const:
-                ins.append(self._relay_const(v, b))
+                ins.append(self._relay_const(v, b, segs))
             else:
-                ins.append(self.to_blocked(v, b))
+                ins.append(self.blocked[id(v)][0] if segs else self.to_blocked(v, b))
         y = _emit(self.g, n.op, ins, dict(n.attrs), n.name)
-        self.blocked[id(out)] = (y, b)
+        self.set_blocked(out, y, b, segs)
         return True
 
-    def _relay_const(self, v: Value, b: int) -> Value:
+    def _relay_const(self, v: Value, b: int, segs: Segments | None = None) -> Value:
         a = v.const
         if a.ndim == 0:
             return v
         a4 = a.reshape((1,) * (4 - a.ndim) + a.shape)
+        if segs and a4.shape[1] > 1:  # per-channel: zeros on the padding slots
+            a4 = pad_axis(a4, 1, segs)
         n0, c0, h0, w0 = a4.shape
         if c0 == 1:
             r = a4.reshape(n0, 1, h0, w0, 1)
@@ -314,12 +372,12 @@ class _Rewriter:
             return False
         xb, b = self.blocked[id(x)]
         y = _emit(self.g, _POOLS[n.op], [xb], dict(n.attrs), n.name)
-        self.blocked[id(n.outputs[0])] = (y, b)
+        self.set_blocked(n.outputs[0], y, b, self.segs.get(id(x)))
         return True
 
     def shuffle(self, n: Node) -> bool:
         x = n.inputs[0]
-        if n.op != "pixel_shuffle" or id(x) not in self.blocked:
+        if n.op != "pixel_shuffle" or id(x) not in self.blocked or id(x) in self.segs:
             return False
         xb, b = self.blocked[id(x)]
         if n.outputs[0].shape[1] % b:
@@ -338,11 +396,17 @@ class _Rewriter:
                 v.is_const or len(v.shape) != 4 for v in n.inputs):
             return False
         first = next((self.blocked[id(v)][1] for v in n.inputs if id(v) in self.blocked), None)
-        if first is None or any(v.shape[1] % first for v in n.inputs):
+        padded = [v for v in n.inputs if id(v) in self.segs]
+        if first is None or any(v.shape[1] % first for v in n.inputs if id(v) not in self.segs
+                                ) or any(self.blocked[id(v)][1] != first for v in padded):
             return False
-        ins = [self.to_blocked(v, first) for v in n.inputs]
+        if padded and axis != 1:
+            return False
+        ins = [self.blocked[id(v)][0] if id(v) in self.segs else self.to_blocked(v, first)
+               for v in n.inputs]
         y = _emit(self.g, "concat", ins, {"axis": axis}, n.name)  # H, W: the same axis
-        self.blocked[id(out)] = (y, first)
+        segs = sum((self.segments(v) for v in n.inputs), ()) if padded else None
+        self.set_blocked(out, y, first, segs)
         return True
 
     def global_mean(self, n: Node) -> bool:
@@ -355,8 +419,10 @@ class _Rewriter:
         xb, b = self.blocked[id(x)]
         if n.attrs.get("keepdims", True):
             y = _emit(self.g, "global_avg_pool2d_nchwc", [xb], {}, n.name)
-            self.blocked[id(out)] = (y, b)
+            self.set_blocked(out, y, b, self.segs.get(id(x)))
             return True
+        if id(x) in self.segs:
+            return False
         y = _emit(self.g, "global_avg_pool2d_nchwc", [xb], {}, n.name)
         plain = _emit(self.g, "layout_transform", [y],
                       {"src_layout": f"NCHW{b}c", "dst_layout": "NCHW"}, f"{n.name}_to_nchw")
@@ -387,8 +453,14 @@ class _Rewriter:
         if any(placed_elsewhere(m, self.target) for m in (t[0], r[0])):
             return False  # another device runs part of the shuffle
         xb, b = self.blocked[id(x)]
-        y = _emit(self.g, "channel_shuffle", [xb], {"groups": gr}, r[0].name)
-        self.blocked[id(r[0].outputs[0])] = (y, b)
+        attrs: dict[str, Any] = {"groups": gr}
+        segs = self.segs.get(id(x))
+        if segs:  # the groups must be the segments: each run of C/g channels in P slots
+            if len(segs) != gr or len(set(segs)) != 1 or segs[0][0] != c // gr:
+                return False
+            attrs["padded"] = segs[0]
+        y = _emit(self.g, "channel_shuffle", [xb], attrs, r[0].name)
+        self.set_blocked(r[0].outputs[0], y, b, segs)
         self.skip.update((id(t[0]), id(r[0])))
         return True
 
@@ -401,6 +473,8 @@ class _Rewriter:
             return False
         xb, b = self.blocked[id(x)]
         nn, c, h, w = x.shape
+        if id(x) in self.segs:
+            return padded_slice(self, n, xb, b, self.segs[id(x)])
         if n.op == "split":
             sizes = n.attrs["sizes"]
             if n.attrs["axis"] % 4 != 1 or any(z % b for z in sizes):
@@ -426,8 +500,9 @@ class _Rewriter:
         """A resize of H and W only (DeepLab's bilinear upsampling) on a blocked input: the
         same per-axis interpolation on NCHW[x]c, lanes = channels."""
         x, at = n.inputs[0], n.attrs
-        if id(x) not in self.blocked or len(x.shape) != 4 or len(n.inputs) != 1 or tuple(
-                at["size"][:2]) != tuple(x.shape[:2]) or tuple(at["scales"][:2]) != (1.0, 1.0):
+        if id(x) not in self.blocked or id(x) in self.segs or len(x.shape) != 4 or len(
+                n.inputs) != 1 or tuple(at["size"][:2]) != tuple(x.shape[:2]) or tuple(
+                at["scales"][:2]) != (1.0, 1.0):
             return False
         xb, b = self.blocked[id(x)]
         nn, c, oh, ow = at["size"]
