@@ -79,7 +79,10 @@ def test_tune_then_compile(tforge, tmp_path):
 #: test's Ctrl-C always lands mid-run: on a fast machine 14 trials of the tiny model could
 #: all finish between the test seeing 3 records and its signal arriving (exit 0, a flake).
 _HELD_TUNE = """
-import os, sys, time
+import os, signal, sys, time
+# Ctrl-C as a terminal gives it: a parent that ignores SIGINT (some test-runner workers do,
+# and an ignored signal stays ignored across exec) would otherwise leave us deaf to it
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from tensorforge.autotune.database import Database
 _add = Database.add
 def add(self, rec, *args, **kwargs):
