@@ -53,6 +53,19 @@ def _numpy_conv(dv, wv, bv, stride: int, pad: int) -> np.ndarray:
     return np.maximum(out + bv.reshape(1, ob, 1, 1, bn), 0).astype("float32")
 
 
+def _case(target, n: int, c: int, o: int, hw: tuple[int, int], k: int, stride: int, pad: int,
+          bn: int):
+    """The TE conv, random data for it, numpy's answer and the schedule's config space."""
+    tensors = _te_conv(n, c, o, *hw, k, stride, pad, bn)
+    dv = RNG.standard_normal((n, c // bn, *hw, bn)).astype("float32")
+    wv = (RNG.standard_normal((o // bn, c // bn, k, k, bn, bn)) / np.sqrt(c * k * k)).astype(
+        "float32")
+    bv = RNG.standard_normal(o).astype("float32")
+    sp = ConfigSpace(target)
+    schedule_conv2d_nchwc([tensors[3]], target, sp)
+    return tensors, (dv, wv, bv), _numpy_conv(dv, wv, bv, stride, pad), sp
+
+
 @pytest.mark.parametrize("n,c,o,hw,k,stride,pad", [
     (2, 2, 2, (7, 7), 3, 1, 1),     # 7 rows: tiles of 2 rows, the last guarded; batch 2
     (1, 2, 4, (14, 13), 3, 2, 1),   # stride 2 from an odd width: 7 x 7 outputs
@@ -65,14 +78,7 @@ def test_every_row_tile_computes_the_same_conv(llvm_target, n, c, o, hw, k, stri
     `gemm_tile_oh` in the GEMM form) of the tuning space against numpy."""
     bn = 2 * _lanes(llvm_target)
     c, o = c * bn, o * bn
-    d, wt, b, z = _te_conv(n, c, o, *hw, k, stride, pad, bn)
-    dv = RNG.standard_normal((n, c // bn, *hw, bn)).astype("float32")
-    wv = (RNG.standard_normal((o // bn, c // bn, k, k, bn, bn)) / np.sqrt(c * k * k)).astype(
-        "float32")
-    bv = RNG.standard_normal(o).astype("float32")
-    want = _numpy_conv(dv, wv, bv, stride, pad)
-    sp = ConfigSpace(llvm_target)
-    schedule_conv2d_nchwc([z], llvm_target, sp)
+    (d, wt, b, z), (dv, wv, bv), want, sp = _case(llvm_target, n, c, o, hw, k, stride, pad, bn)
     knob = "gemm_tile_oh" if k == 1 else "tile_oh"
     base = {name: sp[name].json() for name in sp.knobs}
     if k == 1:
@@ -157,14 +163,7 @@ def test_weight_prefetch_computes_the_same_conv_and_emits_prefetches(llvm_target
     `llvm.prefetch` one panel ahead and computes what it does without; batch 2, odd sizes."""
     bn = 2 * _lanes(llvm_target)
     n, c, o, hw = 2, 2 * bn, 3 * bn, (9, 11)
-    d, wt, b, z = _te_conv(n, c, o, *hw, k, stride, pad, bn)
-    dv = RNG.standard_normal((n, c // bn, *hw, bn)).astype("float32")
-    wv = (RNG.standard_normal((o // bn, c // bn, k, k, bn, bn)) / np.sqrt(c * k * k)).astype(
-        "float32")
-    bv = RNG.standard_normal(o).astype("float32")
-    want = _numpy_conv(dv, wv, bv, stride, pad)
-    sp = ConfigSpace(llvm_target)
-    schedule_conv2d_nchwc([z], llvm_target, sp)
+    (d, wt, b, z), (dv, wv, bv), want, sp = _case(llvm_target, n, c, o, hw, k, stride, pad, bn)
     for form in (["direct", "gemm"] if k == 1 else ["direct"]):
         for on in (False, True):
             vals = dict({name: sp[name].json() for name in sp.knobs}, prefetch=on)
