@@ -170,3 +170,53 @@ def test_random_shapes_and_gemm_configs_match_numpy(llvm_target, data) -> None:
     got = np.zeros(want.shape, "float32")
     f(dv, kv, bv, got)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(cfg.values()))
+
+
+def _residual_graph(n: int, c: int, o: int, h: int, w: int) -> Graph:
+    g = Graph()
+    x = g.add_input("x", (n, c, h, w), "float32")
+    y = g.add("conv2d", x, g.add_const("w", _w(o, c, 1, 1)), g.add_const("b", _w(o)),
+              strides=(1, 1), pads=(0, 0, 0, 0))
+    r = g.add_input("r", (n, o, h, w), "float32")
+    g.outputs = [g.add("relu", g.add("add", y, r))]
+    return g
+
+
+@pytest.mark.parametrize("c,o,hw,form", [
+    (40, 48, (7, 7), "gemm"),    # 49 pixels (odd), 40 channels: no 16-block divides them
+    (400, 400, (7, 7), "gemm"),  # RegNetX-400MF's 25 blocks of 16: a 5 x 5 tile, a tail
+    (24, 80, (5, 3), "direct"),  # the direct form reads the flat conv through its rows
+])
+def test_flat_pixel_conv_matches_numpy(llvm_target, c, o, hw, form) -> None:
+    """`-conv1x1-flat=on`: the conv stage over one row of H*W pixels (batch 2, bias, fused
+    residual add + relu) computes the same as numpy, and the flat stage is really there."""
+    from tensorforge.target import Target
+
+    target = Target.coerce(f"llvm -num-threads=1 -conv1x1={form} -conv1x1-flat=on")
+    g = _residual_graph(2, c, o, *hw)
+    inputs = {v.name: RNG.standard_normal(v.shape).astype("float32") for v in g.inputs}
+    cm = tensorforge.compile(g, target=target)
+    for got, want in zip(cm.run(inputs), run_reference(g, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    d = te.placeholder((2, c // 8, *hw, 8), name="d")
+    k = te.placeholder((o // 8, c // 8, 1, 1, 8, 8), name="k")
+    y = conv2d_nchwc(d, k, 1, 0, flat_pixels=True)
+    conv = y.op.input_tensors[0]
+    assert y.op.tag == "conv2d_nchwc_rows" and [int(s.value) for s in conv.shape] == [
+        2, o // 8, 1, hw[0] * hw[1], 8]
+
+
+def test_flat_pixels_only_where_it_is_the_same_memory(llvm_target) -> None:
+    """A padded, strided or 3x3 conv ignores `flat_pixels`; the option is off by default."""
+    from tensorforge.graph.passes.layout_nchwc import flat_pixels_on
+    from tensorforge.target import Target
+
+    d = te.placeholder((1, 2, 7, 7, 8), name="d")
+    for kh, stride, pad in [(1, 2, 0), (1, 1, 1), (3, 1, 1)]:
+        k = te.placeholder((2, 2, kh, kh, 8, 8), name="k")
+        assert conv2d_nchwc(d, k, stride, pad, flat_pixels=True).op.tag == "conv2d_nchwc"
+    on, off = (Target.coerce(f"llvm -num-threads=1{x}") for x in (" -conv1x1-flat=on", ""))
+    one = {"strides": (1, 1), "pads": (0, 0, 0, 0), "dilations": (1, 1)}
+    assert flat_pixels_on(on, 1, 1, one) and not flat_pixels_on(off, 1, 1, one)
+    assert not flat_pixels_on(on, 1, 1, {**one, "strides": (2, 2)})
+    assert not flat_pixels_on(on, 3, 3, one)

@@ -32,8 +32,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["GEMM_ONE_BLOCK_MAX_OW", "L2_REREAD_BYTES", "ROWS_MAX_LOADS_PER_FMA",
-           "default_gemm_tile", "define_gemm_knobs", "gemm_tile_rows", "is_pointwise",
-           "oc_outer_default", "prefer_gemm", "schedule_conv1x1_gemm"]
+           "default_gemm_tile", "define_gemm_knobs", "gemm_tile_rows", "is_flat", "is_pointwise",
+           "oc_outer_default", "pixel_extents", "prefer_gemm", "schedule_conv1x1_gemm"]
 
 def is_pointwise(conv_op: Any) -> bool:
     """A 1x1 convolution without padding (stride any), groups 1: the GEMM form applies."""
@@ -46,16 +46,19 @@ def is_pointwise(conv_op: Any) -> bool:
     return kh == kw == 1 and not padded and groups_one
 
 
-def default_gemm_tile(ow: int, oc_chunks: int, vecs: int, regs: int) -> tuple[int, int]:
+def default_gemm_tile(ow: int, oc_chunks: int, vecs: int, regs: int,
+                      max_blocks: int = 4) -> tuple[int, int]:
     """(tile_ow, tile_oc): the most useful accumulators that fit with `tile_oc * vecs` weight
     vectors and a broadcast in `regs` registers; at most 4 output blocks (divisors of the
     block count) and at least as many pixels as blocks. A pixel tile that does not divide the
     row computes padding pixels and keeps a guard (counted 0.8, as in `_dense_tile`); ties
-    go to fewer loads per FMA ((tile_oc * vecs + tile_ow) / accumulators). Measured on
+    go to fewer loads per FMA ((tile_oc * vecs + tile_ow) / accumulators). `max_blocks` 5
+    over a flat pixel axis (`is_flat`: RegNetX-400MF's 25 blocks of 16 on 49 pixels, 5 x 5
+    of the tail-partitioned pixel loop). Measured on
     ResNet-50's 1x1 convs (AVX-512, 32 registers): 14 pixels x 2 blocks (28 accumulators)
     140-165 GFLOP/s, 8 x 2 120-140, 4 x 4 105-135, 2 x 8 75; 7 x 4 (33 registers) spills."""
     best, score = (1, 1), (0.0, 0.0)
-    for to in (d for d in range(1, min(oc_chunks, 4) + 1) if oc_chunks % d == 0):
+    for to in (d for d in range(1, min(oc_chunks, max_blocks) + 1) if oc_chunks % d == 0):
         for tw in range(min(to, ow), min(ow, 16) + 1):
             acc = tw * to * vecs
             if acc + to * vecs + 1 > regs:
@@ -98,7 +101,7 @@ def _policy(target: Any, name: str) -> str:
 
 
 def prefer_gemm(ow: int, oc_chunks: int, oc_bn: int, lanes: int, regs: int,
-                oh: int = 1, rows_policy: str = "narrow") -> bool:
+                oh: int = 1, rows_policy: str = "narrow", max_blocks: int = 4) -> bool:
     """The measured rule (docs/performance.md, "1x1 convolutions as GEMMs"): the GEMM form
     when its tile holds more accumulators than the direct form's (`default_tile_ow` pixels
     x one output block), and, when it is one output block wide, only on rows of at most
@@ -109,12 +112,15 @@ def prefer_gemm(ow: int, oc_chunks: int, oc_bn: int, lanes: int, regs: int,
     from .strategies import default_tile_ow
 
     vecs = max(1, oc_bn // lanes)
-    tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs)
-    if to == 1 and ow > GEMM_ONE_BLOCK_MAX_OW:
+    tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs, max_blocks)
+    if to == 1 and ow > GEMM_ONE_BLOCK_MAX_OW and oh > 1:
         return False
     th = gemm_tile_rows(oh, ow, tw, to, vecs, regs, rows_policy)
     return th * tw * to > default_tile_ow(ow, oc_bn, lanes, regs)
 
+
+#: output blocks per tile over a flat pixel axis (`default_gemm_tile`)
+FLAT_MAX_BLOCKS = 5
 
 #: one-block GEMM tiles only on rows up to this many pixels (see `prefer_gemm`)
 GEMM_ONE_BLOCK_MAX_OW = 28
@@ -153,6 +159,21 @@ def _prod_shape(shape: Any) -> int:
     return p
 
 
+def is_flat(out: Any, conv: Any) -> bool:
+    """Whether `conv` computes over one row of all the pixels (`conv2d_nchwc(flat_pixels=)`)
+    that the output stage `out` reads back as rows."""
+    conv_shape = [int(x.value) for x in conv.op.output(0).shape]
+    out_shape = [int(x.value) for x in out.op.output(0).shape]
+    return conv_shape[2] == 1 and out_shape[2] > 1 and \
+        out_shape[2] * out_shape[3] == conv_shape[3]
+
+
+def pixel_extents(out: Any, conv: Any) -> tuple[int, int]:
+    """(rows, pixels per row) of the GEMM form's tile space: (1, H*W) for a flat conv."""
+    h, w = (int(out.op.output(0).shape[i].value) for i in (2, 3))
+    return (1, h * w) if is_flat(out, conv) else (h, w)
+
+
 def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
     """Declare `form` (direct or gemm), `gemm_tile_ow`, `tile_oc`, `oc_outer` and
     `gemm_unroll_ic` on `cfg` for a pointwise conv group (every config of the space has them,
@@ -160,16 +181,17 @@ def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
     from .strategies import _ext, _lanes, _tile_candidates, register_file
 
     lanes = _lanes(target)
-    ow = _ext(out.op.axis[3])
+    oh, ow = pixel_extents(out, conv)
     kernel = conv.op.input_tensors[1]
     oc_chunks, oc_bn = int(kernel.shape[0].value), int(kernel.shape[5].value)
-    oh = _ext(out.op.axis[2])
     regs, vecs = register_file(target), max(1, oc_bn // lanes)
-    tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs)
+    blocks = FLAT_MAX_BLOCKS if is_flat(out, conv) else 4
+    tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs, blocks)
     rows = _policy(target, "conv-tile")
     th = gemm_tile_rows(oh, ow, tw, to, vecs, regs, rows)
     policy = _policy(target, "conv1x1")
-    gemm = prefer_gemm(ow, oc_chunks, oc_bn, lanes, regs, oh, rows) if policy == "auto" \
+    gemm = prefer_gemm(ow, oc_chunks, oc_bn, lanes, regs, oh, rows, blocks) \
+        if policy == "auto" \
         else policy == "gemm"
     cfg.define_knob("form", ["direct", "gemm"], default="gemm" if gemm else "direct")
     cfg.define_split("gemm_tile_ow", ow, 2, policy="candidate",
@@ -189,32 +211,39 @@ def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
 def schedule_conv1x1_gemm(s: Any, out: Any, conv: Any, cfg: Any, target: Any) -> Any:
     """Schedule the group `s` (output stage `out`, conv stage `conv`) in the GEMM form with
     the knobs of `define_gemm_knobs`."""
-    from .strategies import _inline_rest, _parallel
+    from .strategies import _ext, _inline_rest, _parallel
 
     n, oc, oh, ow, ob = out.op.axis
     kernel = conv.op.input_tensors[1]
+    flat = is_flat(out, conv)
     _inline_rest(s, {out.op, conv.op})  # no padding stage: a pointwise conv reads in place
     local = s[s.cache_write(conv.op.output(0), "local")]
     if conv.op is not out.op:
         conv.compute_inline()
+    if flat:  # one row of H*W pixels: the tile spans image rows (`is_flat`)
+        ow = out.fuse(oh, ow)
+        oh = None
     owo, owi = cfg["gemm_tile_ow"].apply(s, out, ow)
     oco, oci = cfg["tile_oc"].apply(s, out, oc)
     ohi = None
-    if cfg["gemm_tile_oh"].size[1] > 1:  # a tile over rows (a whole row per `owo`)
+    if cfg["gemm_tile_oh"].size[1] > 1 and not flat:  # a tile over rows (a whole row per `owo`)
         oh, ohi = cfg["gemm_tile_oh"].apply(s, out, oh)
     inner = [oci] + ([ohi] if ohi is not None else []) + [owi, ob]
-    if cfg["oc_outer"].val:
-        out.reorder(n, oco, oh, owo, *inner)
-        rows = out.fuse(n, oco, oh, owo)
+    rows_axes = [oh] if oh is not None else []
+    outer = [n, oco, *rows_axes, owo] if cfg["oc_outer"].val else [n, *rows_axes, owo, oco]
+    out.reorder(*outer, *inner)
+    tail = flat and _ext(out.op.axis[2]) * _ext(out.op.axis[3]) % cfg["gemm_tile_ow"].size[1]
+    if tail:  # the pixel-tile loop stays a loop: loop_partition peels its guarded last tile
+        i = outer.index(owo)
+        rows, at = out.fuse(*outer[:i]), outer[-1]
     else:
-        out.reorder(n, oh, owo, oco, *inner)
-        rows = out.fuse(n, oh, owo, oco)
+        rows = at = out.fuse(*outer)
     out.vectorize(ob)
     for ax in inner[:-1]:
         out.unroll(ax)
     if _parallel(target):
         out.parallel(rows)
-    local.compute_at(out, rows)
+    local.compute_at(out, at)
     _, lo, lh, lw, lb = local.op.axis
     ico, ry, rx, ici = local.op.reduce_axis
     tile = ([lh] if ohi is not None else []) + [lw, lo]

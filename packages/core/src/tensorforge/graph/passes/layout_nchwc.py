@@ -177,6 +177,17 @@ def prune_dead_taps(g: Graph, n: Node) -> None:
                "dilations": (dh if a1 - a0 > 1 else 1, dw if b1 - b0 > 1 else 1)}
 
 
+def flat_pixels_on(target: Any, kh: int, kw: int, attrs: dict[str, Any]) -> bool:
+    """Whether a groups-1 conv (`attrs` its strides, pads and dilations) computes over one
+    row of H*W pixels: 1x1, stride 1, unpadded, under the `-conv1x1-flat=on` target option
+    (off by default: measured slower, docs/performance.md "1x1 convs over a flat pixel
+    axis"). Targets without the option keep rows."""
+    opts = getattr(target, "options", {}) or {}
+    return str(opts.get("conv1x1-flat", "off") or "off") == "on" and (kh, kw) == (1, 1) \
+        and attrs["strides"] == (1, 1) and not any(attrs["pads"]) \
+        and attrs["dilations"] == (1, 1)
+
+
 class _Rewriter:
     def __init__(self, g: Graph, lanes: int, winograd: Any = None, target: Any = None):
         self.g, self.lanes, self.target = g, lanes, target
@@ -298,6 +309,9 @@ class _Rewriter:
             op = "conv2d_nchwc"
         if n.attrs.get("out_dtype"):  # int8 x int8 -> int32: kept, and no Winograd
             attrs["out_dtype"] = n.attrs["out_dtype"]
+        elif op == "conv2d_nchwc" and groups == 1 and flat_pixels_on(
+                self.target, kh, kw, attrs):
+            attrs["flat_pixels"] = True  # one row of H*W pixels (`conv2d_nchwc`)
         if in_segs:  # read as it is, padding and all
             xb, xblock = self.blocked[id(x)]
             ob, ib = (xblock, 1) if depthwise else (ob, xblock)
