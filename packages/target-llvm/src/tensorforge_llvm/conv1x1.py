@@ -178,7 +178,7 @@ def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
     """Declare `form` (direct or gemm), `gemm_tile_ow`, `tile_oc`, `oc_outer` and
     `gemm_unroll_ic` on `cfg` for a pointwise conv group (every config of the space has them,
     whatever its form)."""
-    from .strategies import _ext, _lanes, _tile_candidates, register_file
+    from .strategies import _lanes, _tile_candidates, register_file
 
     lanes = _lanes(target)
     oh, ow = pixel_extents(out, conv)
