@@ -28,6 +28,7 @@ from ...expr import (
     const,
     post_order_collect,
     substitute,
+    uses_var,
 )
 from ...expr import construct as _c
 from ...schedule import Fuse, Schedule, ScheduleError, Split, Stage
@@ -215,7 +216,7 @@ def _relaxed_loops(st: Stage, reader: Stage, parent: Stage, ivar: IterVar
 def _through_fused(reader: Stage, rb: StageBounds, ana: Analyzer) -> Any:
     """For a reader with fused axes, a function narrowing a read's index set: the index
     written in the reader's leaf loops (`root_value`) and simplified, used where that
-    removes every division. A fused (row, column) axis split into pixel tiles reads
+    leaves no division of a loop that runs inside the attach point. A fused (row, column) axis split into pixel tiles reads
     `row * W + col` of a flat stage (`conv2d_nchwc(flat_pixels=)`): per root axis that is
     a box of whole rows, in the leaf loops it is the tile's pixels. None: no fused axes."""
     if not any(isinstance(rel, Fuse) for rel in reader.relations):
@@ -230,8 +231,9 @@ def _through_fused(reader: Stage, rb: StageBounds, ana: Analyzer) -> Any:
         if len({id(v) for v in post_order_collect(idx, lambda e: id(e) in fused)}) < 2:
             return box  # a read of one root axis: the box is exact
         exact = ana.simplify(substitute(idx, vmap))
-        if post_order_collect(exact, lambda e: isinstance(e, (FloorDiv, FloorMod))):
-            return box
+        if post_order_collect(exact, lambda e: isinstance(e, (FloorDiv, FloorMod)) and uses_var(
+                e, lambda v: v in leaf_dom)):
+            return box  # a division of a relaxed loop left: the box may be the tighter
         s = eval_interval(exact, leaf_dom)
         return box if s.min_value is None or s.max_value is None else s
 
