@@ -217,8 +217,9 @@ def _through_fused(reader: Stage, rb: StageBounds, ana: Analyzer) -> Any:
     """For a reader with fused axes, a function narrowing a read's index set: the index
     written in the reader's leaf loops (`root_value`) and simplified, used where that
     leaves no division of a loop that runs inside the attach point. A fused (row, column)
-    axis split into pixel tiles reads `row * W + col` of a flat stage (`conv2d_nchwc(flat_pixels=)`): per root axis that is
-    a box of whole rows, in the leaf loops it is the tile's pixels. None: no fused axes."""
+    axis split into pixel tiles reads `row * W + col` of a flat stage
+    (`conv2d_nchwc(flat_pixels=)`): per root axis a box of whole rows, in the leaf loops
+    the tile's pixels. None: no fused axes."""
     if not any(isinstance(rel, Fuse) for rel in reader.relations):
         return None
     vmap = {iv.var: val for iv, val in rb.root_value.items()}
