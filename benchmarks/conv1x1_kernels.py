@@ -4,9 +4,9 @@
 
 Compiles the model (from the cache of `export_torchvision.py`) twice at 1 thread:
 `-conv1x1=direct`, and `-conv1x1=gemm` (every 1x1 conv in the GEMM form) or, with `--after
-auto`, the default rule; with `--after flat`, rows (the default) vs `-conv1x1-flat=on`
-(1x1 stride-1 convs over one row of H*W pixels). Checks both against ONNX Runtime, profiles them interleaved
-(`CompiledModel.profile`, `--rounds` rounds of 5 executions, the order alternating) and
+auto`, the default rule; with `--after flat`, `-conv1x1-flat=off` (rows) vs `on` (1x1
+stride-1 convs over one row of H*W pixels). Checks both against ONNX Runtime, profiles
+them interleaved (`CompiledModel.profile`, `--rounds` rounds of 5 executions, the order alternating) and
 prints per distinct 1x1 conv shape the summed median kernel times and GFLOP/s of each (2 x
 output elements x input channels / time), the sums over all 1x1 kernels and over the
 model's kernels. `--fifo`: profile under SCHED_FIFO as `families_vs_ort.py --fifo` (root).
@@ -122,7 +122,7 @@ def main() -> None:
             warnings.simplefilter("ignore")
             policy = form if form == "direct" else args.after
             opts = f"-conv1x1={policy}" if args.after != "flat" else (
-                "-conv1x1-flat=on" if form == "gemm" else "")
+                "-conv1x1-flat=" + ("on" if form == "gemm" else "off"))
             cm = tensorforge.compile(str(path), f"llvm -num-threads=1 {opts}")
         err = float(np.max(np.abs(cm.run(x)[0] - ref)) / np.max(np.abs(ref)))
         print(f"{form}: max |ours - ORT| / max |ORT| = {err:.1e}")

@@ -207,7 +207,8 @@ def test_flat_pixel_conv_matches_numpy(llvm_target, c, o, hw, form) -> None:
 
 
 def test_flat_pixels_only_where_it_is_the_same_memory(llvm_target) -> None:
-    """A padded, strided or 3x3 conv ignores `flat_pixels`; the option is off by default."""
+    """A padded, strided or 3x3 conv ignores `flat_pixels`; `-conv1x1-flat=auto` (the
+    default) flattens images up to 14 pixels wide."""
     from tensorforge.graph.passes.layout_nchwc import flat_pixels_on
     from tensorforge.target import Target
 
@@ -215,8 +216,12 @@ def test_flat_pixels_only_where_it_is_the_same_memory(llvm_target) -> None:
     for kh, stride, pad in [(1, 2, 0), (1, 1, 1), (3, 1, 1)]:
         k = te.placeholder((2, 2, kh, kh, 8, 8), name="k")
         assert conv2d_nchwc(d, k, stride, pad, flat_pixels=True).op.tag == "conv2d_nchwc"
-    on, off = (Target.coerce(f"llvm -num-threads=1{x}") for x in (" -conv1x1-flat=on", ""))
+    on, off, auto = (Target.coerce(f"llvm -num-threads=1 -conv1x1-flat={x}")
+                     for x in ("on", "off", "auto"))
     one = {"strides": (1, 1), "pads": (0, 0, 0, 0), "dilations": (1, 1)}
-    assert flat_pixels_on(on, 1, 1, one) and not flat_pixels_on(off, 1, 1, one)
-    assert not flat_pixels_on(on, 1, 1, {**one, "strides": (2, 2)})
-    assert not flat_pixels_on(on, 3, 3, one)
+    assert flat_pixels_on(on, 1, 1, 56, one) and not flat_pixels_on(off, 1, 1, 7, one)
+    assert flat_pixels_on(auto, 1, 1, 14, one) and not flat_pixels_on(auto, 1, 1, 28, one)
+    assert Target.coerce("llvm -num-threads=1").options["conv1x1-flat"] == "auto"
+    assert not flat_pixels_on(on, 1, 1, 7, {**one, "strides": (2, 2)})
+    assert not flat_pixels_on(on, 1, 1, 7, {**one, "pads": (0, 0, 1, 1)})
+    assert not flat_pixels_on(on, 3, 3, 7, one)
