@@ -6,8 +6,8 @@ Compiles the model (from the cache of `export_torchvision.py`) twice at 1 thread
 `-conv1x1=direct`, and `-conv1x1=gemm` (every 1x1 conv in the GEMM form) or, with `--after
 auto`, the default rule; with `--after flat`, `-conv1x1-flat=off` (rows) vs `on` (1x1
 stride-1 convs over one row of H*W pixels). Checks both against ONNX Runtime, profiles
-them interleaved (`CompiledModel.profile`, `--rounds` rounds of 5 executions, the order alternating) and
-prints per distinct 1x1 conv shape the summed median kernel times and GFLOP/s of each (2 x
+them interleaved (`CompiledModel.profile`, `--rounds` rounds of 5 executions, the order
+alternating) and prints per distinct 1x1 conv shape the summed median kernel times and GFLOP/s of each (2 x
 output elements x input channels / time), the sums over all 1x1 kernels and over the
 model's kernels. `--fifo`: profile under SCHED_FIFO as `families_vs_ort.py --fifo` (root).
 
