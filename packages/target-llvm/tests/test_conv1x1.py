@@ -182,17 +182,18 @@ def _residual_graph(n: int, c: int, o: int, h: int, w: int) -> Graph:
     return g
 
 
-@pytest.mark.parametrize("c,o,hw,form", [
-    (40, 48, (7, 7), "gemm"),    # 49 pixels (odd), 40 channels: no 16-block divides them
-    (400, 400, (7, 7), "gemm"),  # RegNetX-400MF's 25 blocks of 16: a 5 x 5 tile, a tail
-    (24, 80, (5, 3), "direct"),  # the direct form reads the flat conv through its rows
+@pytest.mark.parametrize("c,o,hw,form,flat", [
+    (40, 48, (7, 7), "gemm", "on"),      # 49 pixels (odd), 40 channels: no block divides
+    (400, 400, (7, 7), "gemm", "auto"),  # RegNetX-400MF's 25 blocks of 16: 5 x 5, a tail
+    (64, 160, (7, 7), "gemm", "auto"),   # a flat conv tiled by rows (2 rows x 7 x 2 blocks)
+    (24, 80, (5, 3), "direct", "on"),    # the direct form reads the flat conv by rows
 ])
-def test_flat_pixel_conv_matches_numpy(llvm_target, c, o, hw, form) -> None:
-    """`-conv1x1-flat=on`: the conv stage over one row of H*W pixels (batch 2, bias, fused
-    residual add + relu) computes the same as numpy, and the flat stage is really there."""
+def test_flat_pixel_conv_matches_numpy(llvm_target, c, o, hw, form, flat) -> None:
+    """A conv stage over one row of H*W pixels (batch 2, bias, fused residual add + relu)
+    computes the same as numpy in every tiling, and the flat stage is really there."""
     from tensorforge.target import Target
 
-    target = Target.coerce(f"llvm -num-threads=1 -conv1x1={form} -conv1x1-flat=on")
+    target = Target.coerce(f"llvm -num-threads=1 -conv1x1={form} -conv1x1-flat={flat}")
     g = _residual_graph(2, c, o, *hw)
     inputs = {v.name: RNG.standard_normal(v.shape).astype("float32") for v in g.inputs}
     cm = tensorforge.compile(g, target=target)
@@ -225,3 +226,24 @@ def test_flat_pixels_only_where_it_is_the_same_memory(llvm_target) -> None:
     assert not flat_pixels_on(on, 1, 1, 7, {**one, "strides": (2, 2)})
     assert not flat_pixels_on(on, 1, 1, 7, {**one, "pads": (0, 0, 1, 1)})
     assert not flat_pixels_on(on, 3, 3, 7, one)
+
+
+def test_flat_tiles_where_they_hold_more_useful_accumulators(llvm_target) -> None:
+    """`prefer_flat`: RegNetX-400MF's 400->400 on 7x7 in 16-channel blocks (7 pixels x 1
+    block on rows, 5 x 5 flat) tiles the flat axis; MobileNetV2's 576->160 (2 rows x 7 x 2
+    blocks on rows) and ResNet-50's 32-channel 2048->512 keep the row tiles; a flat conv
+    whose tiles stay on rows takes the row tile space and loop order (`pixel_extents`)."""
+    from tensorforge.target import Target
+    from tensorforge_llvm.conv1x1 import pixel_extents, prefer_flat
+
+    assert prefer_flat(7, 7, 25, 1, 32)
+    assert not prefer_flat(7, 7, 10, 1, 32) and not prefer_flat(7, 7, 16, 2, 32)
+    auto, on = (Target.coerce(f"llvm -num-threads=1 -conv1x1-flat={x}") for x in ("auto", "on"))
+    for o, want in [(400, (1, 49)), (160, (7, 7))]:
+        d = te.placeholder((1, 36, 7, 7, 16), name="d")
+        k = te.placeholder((o // 16, 36, 1, 1, 16, 16), name="k")
+        y = conv2d_nchwc(d, k, 1, 0, flat_pixels=True)
+        conv = y.op.input_tensors[0]
+        s = te.create_schedule([y.op])
+        assert pixel_extents(s[y], s[conv], auto) == want
+        assert pixel_extents(s[y], s[conv], on) == (1, 49)

@@ -31,9 +31,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["GEMM_ONE_BLOCK_MAX_OW", "L2_REREAD_BYTES", "ROWS_MAX_LOADS_PER_FMA",
-           "default_gemm_tile", "define_gemm_knobs", "gemm_tile_rows", "is_flat", "is_pointwise",
-           "oc_outer_default", "pixel_extents", "prefer_gemm", "schedule_conv1x1_gemm"]
+__all__ = ["FLAT_MAX_BLOCKS", "FLAT_MIN_GAIN", "GEMM_ONE_BLOCK_MAX_OW", "L2_REREAD_BYTES",
+           "ROWS_MAX_LOADS_PER_FMA", "default_gemm_tile", "define_gemm_knobs", "flat_tiles",
+           "gemm_tile_rows", "is_flat", "is_pointwise", "oc_outer_default", "pixel_extents",
+           "prefer_flat", "prefer_gemm", "schedule_conv1x1_gemm"]
 
 def is_pointwise(conv_op: Any) -> bool:
     """A 1x1 convolution without padding (stride any), groups 1: the GEMM form applies."""
@@ -129,7 +130,8 @@ GEMM_ONE_BLOCK_MAX_OW = 28
 L2_REREAD_BYTES = 1 << 20
 
 
-def oc_outer_default(conv: Any, ow: int, tile_ow: int, tile_oc: int, oc_chunks: int) -> bool:
+def oc_outer_default(conv: Any, ow: int, tile_ow: int, tile_oc: int, oc_chunks: int,
+                     oh: int | None = None) -> bool:
     """Output panels outside when the weights exceed `L2_REREAD_BYTES`; else the loop
     order moving fewer bytes: output panels outside (the weights read once, the
     input once per panel: `oc_chunks / tile_oc` times) or pixel tiles outside (the input read
@@ -139,7 +141,7 @@ def oc_outer_default(conv: Any, ow: int, tile_ow: int, tile_oc: int, oc_chunks: 
     data, kernel = conv.op.input_tensors[:2]
     in_bytes = 4 * _prod_shape(data.shape)
     w_bytes = 4 * _prod_shape(kernel.shape)
-    oh = int(conv.op.output(0).shape[2].value)
+    oh = int(conv.op.output(0).shape[2].value) if oh is None else oh  # rows of the tiling
     pixel_tiles = oh * -(-ow // tile_ow)
 
     def reread(nbytes: int) -> float:
@@ -168,10 +170,47 @@ def is_flat(out: Any, conv: Any) -> bool:
         out_shape[2] * out_shape[3] == conv_shape[3]
 
 
-def pixel_extents(out: Any, conv: Any) -> tuple[int, int]:
-    """(rows, pixels per row) of the GEMM form's tile space: (1, H*W) for a flat conv."""
+def prefer_flat(oh: int, ow: int, oc_chunks: int, vecs: int, regs: int,
+                rows_policy: str = "auto") -> bool:
+    """The measured rule for a flat conv (`is_flat`): tiles over the flat pixel axis when
+    their useful accumulators (those not on padding pixels) exceed the row tiles' by
+    `FLAT_MIN_GAIN`. In the models (docs/performance.md, "1x1 convs over a flat pixel
+    axis"): RegNetX-400MF's 400->400 7x7 in 16-channel blocks, 7 pixels x 1 block on rows
+    vs 5 x 5 flat, 106 -> 126 GFLOP/s; where the tiles tie (MobileNetV2's 576->160, 2 rows
+    x 7 x 2 blocks vs 5 x 5; EfficientNet's 7x7 layers) flat measured 5-15% slower."""
+    tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs)
+    th = gemm_tile_rows(oh, ow, tw, to, vecs, regs, rows_policy)
+    rows = th * tw * to * oh / (-(-oh // th) * th) * ow / (-(-ow // tw) * tw)
+    ftw, fto = default_gemm_tile(oh * ow, oc_chunks, vecs, regs, FLAT_MAX_BLOCKS)
+    flat = ftw * fto * oh * ow / (-(-(oh * ow) // ftw) * ftw)
+    return flat > FLAT_MIN_GAIN * rows
+
+
+#: how many times the row tiles' useful accumulators flat tiles need (`prefer_flat`)
+FLAT_MIN_GAIN = 1.1
+
+
+def flat_tiles(out: Any, conv: Any, target: Any) -> bool:
+    """Whether the GEMM form tiles a flat conv (`is_flat`) over its flat pixel axis:
+    under `-conv1x1-flat=on` always, else where `prefer_flat` says. Otherwise it tiles the
+    rows, reading the flat conv's `row * W + col` (the same tiles as an unflattened conv)."""
+    from .strategies import _lanes, register_file
+
+    if not is_flat(out, conv):
+        return False
+    if _policy(target, "conv1x1-flat") == "on":
+        return True
     h, w = (int(out.op.output(0).shape[i].value) for i in (2, 3))
-    return (1, h * w) if is_flat(out, conv) else (h, w)
+    kernel = conv.op.input_tensors[1]
+    vecs = max(1, int(kernel.shape[5].value) // _lanes(target))
+    return prefer_flat(h, w, int(kernel.shape[0].value), vecs, register_file(target),
+                       _policy(target, "conv-tile"))
+
+
+def pixel_extents(out: Any, conv: Any, target: Any) -> tuple[int, int]:
+    """(rows, pixels per row) of the GEMM form's tile space: (1, H*W) where `flat_tiles`."""
+    h, w = (int(out.op.output(0).shape[i].value) for i in (2, 3))
+    return (1, h * w) if flat_tiles(out, conv, target) else (h, w)
 
 
 def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
@@ -181,11 +220,11 @@ def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
     from .strategies import _lanes, _tile_candidates, register_file
 
     lanes = _lanes(target)
-    oh, ow = pixel_extents(out, conv)
+    oh, ow = pixel_extents(out, conv, target)
     kernel = conv.op.input_tensors[1]
     oc_chunks, oc_bn = int(kernel.shape[0].value), int(kernel.shape[5].value)
     regs, vecs = register_file(target), max(1, oc_bn // lanes)
-    blocks = FLAT_MAX_BLOCKS if is_flat(out, conv) else 4
+    blocks = FLAT_MAX_BLOCKS if flat_tiles(out, conv, target) else 4
     tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs, blocks)
     rows = _policy(target, "conv-tile")
     th = gemm_tile_rows(oh, ow, tw, to, vecs, regs, rows)
@@ -202,7 +241,7 @@ def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
                      candidates=[(oc_chunks // d, d) for d in range(1, min(oc_chunks, 8) + 1)
                                  if oc_chunks % d == 0], default=(-1, to))
     cfg.define_knob("oc_outer", [False, True], default=oc_outer_default(
-        conv, ow, tw, to, oc_chunks))
+        conv, ow, tw, to, oc_chunks, oh))
     # the input block's channels unrolled: 7x7 layers 116-121 -> 134 GFLOP/s once, others
     # +-10% (one run): a tuning choice, off by default
     cfg.define_knob("gemm_unroll_ic", [False, True], default=False)
@@ -215,12 +254,12 @@ def schedule_conv1x1_gemm(s: Any, out: Any, conv: Any, cfg: Any, target: Any) ->
 
     n, oc, oh, ow, ob = out.op.axis
     kernel = conv.op.input_tensors[1]
-    flat = is_flat(out, conv)
+    flat = flat_tiles(out, conv, target)
     _inline_rest(s, {out.op, conv.op})  # no padding stage: a pointwise conv reads in place
     local = s[s.cache_write(conv.op.output(0), "local")]
     if conv.op is not out.op:
         conv.compute_inline()
-    if flat:  # one row of H*W pixels: the tile spans image rows (`is_flat`)
+    if flat:  # one row of H*W pixels: the tile spans image rows (`flat_tiles`)
         ow = out.fuse(oh, ow)
         oh = None
     owo, owi = cfg["gemm_tile_ow"].apply(s, out, ow)
