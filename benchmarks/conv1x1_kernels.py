@@ -9,7 +9,8 @@ stride-1 convs over one row of H*W pixels). Checks both against ONNX Runtime, pr
 them interleaved (`CompiledModel.profile`, `--rounds` rounds of 5 executions, the order
 alternating) and prints per distinct 1x1 conv shape the summed median kernel times and
 GFLOP/s of each (2 x output elements x input channels / time), the sums over all 1x1
-kernels and over the model's kernels. `--fifo`: profile under SCHED_FIFO as `families_vs_ort.py --fifo` (root).
+kernels and over the model's kernels. `--fifo`: profile under SCHED_FIFO as
+`families_vs_ort.py --fifo` (root).
 
 `--isolated B`: instead, each of ResNet-50's 1x1 conv shapes alone (bias + relu epilogue,
 NCHW[B]c, both blocks B), direct vs the default rule, warm caches, best of 7 timings.
