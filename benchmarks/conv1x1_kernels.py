@@ -4,8 +4,9 @@
 
 Compiles the model (from the cache of `export_torchvision.py`) twice at 1 thread:
 `-conv1x1=direct`, and `-conv1x1=gemm` (every 1x1 conv in the GEMM form) or, with `--after
-auto`, the default rule; with `--after flat`, `-conv1x1-flat=off` (rows) vs `on` (1x1
-stride-1 convs over one row of H*W pixels). Checks both against ONNX Runtime, profiles
+auto`, the default rule; with `--after flat`, `-conv1x1-flat=off` (rows) vs the default
+`auto` (1x1 stride-1 convs over one row of H*W pixels where the rule says), `flat-on` vs
+`on`. Checks both against ONNX Runtime, profiles
 them interleaved (`CompiledModel.profile`, `--rounds` rounds of 5 executions, the order
 alternating) and prints per distinct 1x1 conv shape the summed median kernel times and
 GFLOP/s of each (2 x output elements x input channels / time), the sums over all 1x1
@@ -107,7 +108,7 @@ def main() -> None:
     ap.add_argument("--model", default="resnet50")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--fifo", action="store_true")
-    ap.add_argument("--after", default="gemm", choices=("gemm", "auto", "flat"))
+    ap.add_argument("--after", default="gemm", choices=("gemm", "auto", "flat", "flat-on"))
     ap.add_argument("--isolated", type=int, default=0, help="block size; see the docstring")
     args = ap.parse_args()
     if args.isolated:
@@ -122,8 +123,9 @@ def main() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             policy = form if form == "direct" else args.after
-            opts = f"-conv1x1={policy}" if args.after != "flat" else (
-                "-conv1x1-flat=" + ("on" if form == "gemm" else "off"))
+            opts = f"-conv1x1={policy}" if not args.after.startswith("flat") else (
+                "-conv1x1-flat=" + ("off" if form == "direct" else (
+                    "on" if args.after == "flat-on" else "auto")))
             cm = tensorforge.compile(str(path), f"llvm -num-threads=1 {opts}")
         err = float(np.max(np.abs(cm.run(x)[0] - ref)) / np.max(np.abs(ref)))
         print(f"{form}: max |ours - ORT| / max |ORT| = {err:.1e}")
@@ -146,7 +148,7 @@ def main() -> None:
         row[0] += 1
         row[1] += med["direct"][i]
         row[2] += med["gemm"][j]
-    a, b = ("rows", "flat") if args.after == "flat" else (
+    a, b = ("rows", args.after) if args.after.startswith("flat") else (
         "direct", "GEMM" if args.after == "gemm" else "auto")
     print(f"| 1x1 conv (C->O, input HxW, stride) | count | {a} ms | {b} ms | {a} GFLOP/s"
           f" | {b} GFLOP/s |")
