@@ -210,7 +210,7 @@ def test_flat_pixel_conv_matches_numpy(llvm_target, c, o, hw, form, flat) -> Non
 def test_flat_pixels_only_where_it_is_the_same_memory(llvm_target) -> None:
     """A padded, strided or 3x3 conv ignores `flat_pixels`; `-conv1x1-flat=auto` (the
     default) flattens images up to 14 pixels wide."""
-    from tensorforge.graph.passes.layout_nchwc import flat_pixels_on
+    from tensorforge.graph.passes.layout_flat import flat_pixels_on
     from tensorforge.target import Target
 
     d = te.placeholder((1, 2, 7, 7, 8), name="d")
