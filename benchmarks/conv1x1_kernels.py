@@ -4,11 +4,14 @@
 
 Compiles the model (from the cache of `export_torchvision.py`) twice at 1 thread:
 `-conv1x1=direct`, and `-conv1x1=gemm` (every 1x1 conv in the GEMM form) or, with `--after
-auto`, the default rule. Checks both against ONNX Runtime, profiles them interleaved
-(`CompiledModel.profile`, `--rounds` rounds of 5 executions, the order alternating) and
-prints per distinct 1x1 conv shape the summed median kernel times and GFLOP/s of each (2 x
-output elements x input channels / time), the sums over all 1x1 kernels and over the
-model's kernels. `--fifo`: profile under SCHED_FIFO as `families_vs_ort.py --fifo` (root).
+auto`, the default rule; with `--after flat`, `-conv1x1-flat=off` (rows) vs the default
+`auto` (1x1 stride-1 convs over one row of H*W pixels where the rule says), `flat-on` vs
+`on`. Checks both against ONNX Runtime, profiles
+them interleaved (`CompiledModel.profile`, `--rounds` rounds of 5 executions, the order
+alternating) and prints per distinct 1x1 conv shape the summed median kernel times and
+GFLOP/s of each (2 x output elements x input channels / time), the sums over all 1x1
+kernels and over the model's kernels. `--fifo`: profile under SCHED_FIFO as
+`families_vs_ort.py --fifo` (root).
 
 `--isolated B`: instead, each of ResNet-50's 1x1 conv shapes alone (bias + relu epilogue,
 NCHW[B]c, both blocks B), direct vs the default rule, warm caches, best of 7 timings.
@@ -105,7 +108,7 @@ def main() -> None:
     ap.add_argument("--model", default="resnet50")
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--fifo", action="store_true")
-    ap.add_argument("--after", default="gemm", choices=("gemm", "auto"))
+    ap.add_argument("--after", default="gemm", choices=("gemm", "auto", "flat", "flat-on"))
     ap.add_argument("--isolated", type=int, default=0, help="block size; see the docstring")
     args = ap.parse_args()
     if args.isolated:
@@ -120,7 +123,10 @@ def main() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             policy = form if form == "direct" else args.after
-            cm = tensorforge.compile(str(path), f"llvm -num-threads=1 -conv1x1={policy}")
+            opts = f"-conv1x1={policy}" if not args.after.startswith("flat") else (
+                "-conv1x1-flat=" + ("off" if form == "direct" else (
+                    "on" if args.after == "flat-on" else "auto")))
+            cm = tensorforge.compile(str(path), f"llvm -num-threads=1 {opts}")
         err = float(np.max(np.abs(cm.run(x)[0] - ref)) / np.max(np.abs(ref)))
         print(f"{form}: max |ours - ORT| / max |ORT| = {err:.1e}")
         assert err < 1e-4, err
@@ -142,8 +148,9 @@ def main() -> None:
         row[0] += 1
         row[1] += med["direct"][i]
         row[2] += med["gemm"][j]
-    b = "GEMM" if args.after == "gemm" else "auto"
-    print(f"| 1x1 conv (C->O, input HxW, stride) | count | direct ms | {b} ms | direct GFLOP/s"
+    a, b = ("rows", args.after) if args.after.startswith("flat") else (
+        "direct", "GEMM" if args.after == "gemm" else "auto")
+    print(f"| 1x1 conv (C->O, input HxW, stride) | count | {a} ms | {b} ms | {a} GFLOP/s"
           f" | {b} GFLOP/s |")
     print("|---|---|---|---|---|---|")
     for label, (n, td, tg, flops) in rows.items():
@@ -154,7 +161,7 @@ def main() -> None:
     tg = sum(med["gemm"][j] for j in pw["gemm"])
     print(f"| **all 1x1** | {len(pw['direct'])} | {td * 1e3:.2f} | {tg * 1e3:.2f} | "
           f"{fl / td / 1e9:.0f} | {fl / tg / 1e9:.0f} |")
-    print(f"model kernels: direct {sum(med['direct']) * 1e3:.2f} ms, "
+    print(f"model kernels: {a} {sum(med['direct']) * 1e3:.2f} ms, "
           f"{b} {sum(med['gemm']) * 1e3:.2f} ms")
 
 

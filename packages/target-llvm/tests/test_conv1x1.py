@@ -170,3 +170,97 @@ def test_random_shapes_and_gemm_configs_match_numpy(llvm_target, data) -> None:
     got = np.zeros(want.shape, "float32")
     f(dv, kv, bv, got)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg=str(cfg.values()))
+
+
+def _residual_graph(n: int, c: int, o: int, h: int, w: int) -> Graph:
+    g = Graph()
+    x = g.add_input("x", (n, c, h, w), "float32")
+    y = g.add("conv2d", x, g.add_const("w", _w(o, c, 1, 1)), g.add_const("b", _w(o)),
+              strides=(1, 1), pads=(0, 0, 0, 0))
+    r = g.add_input("r", (n, o, h, w), "float32")
+    g.outputs = [g.add("relu", g.add("add", y, r))]
+    return g
+
+
+@pytest.mark.parametrize("c,o,hw,form,flat", [
+    (40, 48, (7, 7), "gemm", "on"),      # 49 pixels (odd), 40 channels: no block divides
+    (400, 400, (7, 7), "gemm", "auto"),  # RegNetX-400MF's 25 blocks of 16: 5 x 5, a tail
+    (64, 160, (7, 7), "gemm", "auto"),   # a flat conv tiled by rows (2 rows x 7 x 2 blocks)
+    (24, 80, (5, 3), "direct", "on"),    # the direct form reads the flat conv by rows
+])
+def test_flat_pixel_conv_matches_numpy(llvm_target, c, o, hw, form, flat) -> None:
+    """A conv stage over one row of H*W pixels (batch 2, bias, fused residual add + relu)
+    computes the same as numpy in every tiling, and the flat stage is really there."""
+    from tensorforge.target import Target
+
+    target = Target.coerce(f"llvm -num-threads=1 -conv1x1={form} -conv1x1-flat={flat}")
+    g = _residual_graph(2, c, o, *hw)
+    inputs = {v.name: RNG.standard_normal(v.shape).astype("float32") for v in g.inputs}
+    cm = tensorforge.compile(g, target=target)
+    for got, want in zip(cm.run(inputs), run_reference(g, inputs)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    d = te.placeholder((2, c // 8, *hw, 8), name="d")
+    k = te.placeholder((o // 8, c // 8, 1, 1, 8, 8), name="k")
+    y = conv2d_nchwc(d, k, 1, 0, flat_pixels=True)
+    conv = y.op.input_tensors[0]
+    assert y.op.tag == "conv2d_nchwc_rows" and [int(s.value) for s in conv.shape] == [
+        2, o // 8, 1, hw[0] * hw[1], 8]
+
+
+def test_flat_pixels_only_where_it_is_the_same_memory(llvm_target) -> None:
+    """A padded, strided or 3x3 conv ignores `flat_pixels`; `-conv1x1-flat=auto` (the
+    default) flattens images up to 14 pixels wide."""
+    from tensorforge.graph.passes.layout_flat import flat_pixels_on
+    from tensorforge.target import Target
+
+    d = te.placeholder((1, 2, 7, 7, 8), name="d")
+    for kh, stride, pad in [(1, 2, 0), (1, 1, 1), (3, 1, 1)]:
+        k = te.placeholder((2, 2, kh, kh, 8, 8), name="k")
+        assert conv2d_nchwc(d, k, stride, pad, flat_pixels=True).op.tag == "conv2d_nchwc"
+    on, off, auto = (Target.coerce(f"llvm -num-threads=1 -conv1x1-flat={x}")
+                     for x in ("on", "off", "auto"))
+    one = {"strides": (1, 1), "pads": (0, 0, 0, 0), "dilations": (1, 1)}
+    assert flat_pixels_on(on, 1, 1, 56, one) and not flat_pixels_on(off, 1, 1, 7, one)
+    assert flat_pixels_on(auto, 1, 1, 14, one) and not flat_pixels_on(auto, 1, 1, 28, one)
+    assert Target.coerce("llvm -num-threads=1").options["conv1x1-flat"] == "auto"
+    assert not flat_pixels_on(on, 1, 1, 7, {**one, "strides": (2, 2)})
+    assert not flat_pixels_on(on, 1, 1, 7, {**one, "pads": (0, 0, 1, 1)})
+    assert not flat_pixels_on(on, 3, 3, 7, one)
+
+
+def test_flat_tiles_where_they_hold_more_useful_accumulators(llvm_target) -> None:
+    """`prefer_flat`: RegNetX-400MF's 400->400 on 7x7 in 16-channel blocks (7 pixels x 1
+    block on rows, 5 x 5 flat) tiles the flat axis; MobileNetV2's 576->160 (2 rows x 7 x 2
+    blocks on rows) and ResNet-50's 32-channel 2048->512 keep the row tiles; a flat conv
+    whose tiles stay on rows takes the row tile space and loop order (`pixel_extents`)."""
+    from tensorforge.target import Target
+    from tensorforge_llvm.conv1x1 import pixel_extents, prefer_flat
+
+    assert prefer_flat(7, 7, 25, 1, 32)
+    assert not prefer_flat(7, 7, 10, 1, 32) and not prefer_flat(7, 7, 16, 2, 32)
+    auto, on = (Target.coerce(f"llvm -num-threads=1 -conv1x1-flat={x}") for x in ("auto", "on"))
+    for o, want in [(400, (1, 49)), (160, (7, 7))]:
+        d = te.placeholder((1, 36, 7, 7, 16), name="d")
+        k = te.placeholder((o // 16, 36, 1, 1, 16, 16), name="k")
+        y = conv2d_nchwc(d, k, 1, 0, flat_pixels=True)
+        conv = y.op.input_tensors[0]
+        s = te.create_schedule([y.op])
+        assert pixel_extents(s[y], s[conv], auto) == want
+        assert pixel_extents(s[y], s[conv], on) == (1, 49)
+
+
+def test_flat_tile_accumulates_its_own_pixels_only(llvm_target) -> None:
+    """Bound inference through the fused (row, column) axis: the 5-pixel x 5-block tile of
+    RegNetX-400MF's 400->400 7x7 conv holds 25 vectors of accumulators, not whole rows
+    (before `bound._through_fused`: 56 pixels x 5 blocks, 16x slower)."""
+    from tensorforge.target import Target
+
+    target = Target.coerce("llvm -num-threads=1 -conv1x1=gemm")
+    d = te.placeholder((1, 25, 7, 7, 16), name="d")
+    k = te.placeholder((25, 25, 1, 1, 16, 16), name="k")
+    y = conv2d_nchwc(d, k, 1, 0, flat_pixels=True)
+    cfg = FallbackConfig(target)
+    s = schedule_conv2d_nchwc([y], target, cfg)
+    assert cfg["gemm_tile_ow"].size[1] == 5 and cfg["tile_oc"].size[1] == 5
+    text = str(tensorforge.lower(s, [d, k, y]))
+    assert "allocate((400), float32, 'local')" in text, text[:2000]

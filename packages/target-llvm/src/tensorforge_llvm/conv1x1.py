@@ -31,9 +31,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["GEMM_ONE_BLOCK_MAX_OW", "L2_REREAD_BYTES", "ROWS_MAX_LOADS_PER_FMA",
-           "default_gemm_tile", "define_gemm_knobs", "gemm_tile_rows", "is_pointwise",
-           "oc_outer_default", "prefer_gemm", "schedule_conv1x1_gemm"]
+__all__ = ["FLAT_MAX_BLOCKS", "FLAT_MIN_GAIN", "GEMM_ONE_BLOCK_MAX_OW", "L2_REREAD_BYTES",
+           "ROWS_MAX_LOADS_PER_FMA", "default_gemm_tile", "define_gemm_knobs", "flat_tiles",
+           "gemm_tile_rows", "is_flat", "is_pointwise", "oc_outer_default", "pixel_extents",
+           "prefer_flat", "prefer_gemm", "schedule_conv1x1_gemm"]
 
 def is_pointwise(conv_op: Any) -> bool:
     """A 1x1 convolution without padding (stride any), groups 1: the GEMM form applies."""
@@ -46,16 +47,19 @@ def is_pointwise(conv_op: Any) -> bool:
     return kh == kw == 1 and not padded and groups_one
 
 
-def default_gemm_tile(ow: int, oc_chunks: int, vecs: int, regs: int) -> tuple[int, int]:
+def default_gemm_tile(ow: int, oc_chunks: int, vecs: int, regs: int,
+                      max_blocks: int = 4) -> tuple[int, int]:
     """(tile_ow, tile_oc): the most useful accumulators that fit with `tile_oc * vecs` weight
     vectors and a broadcast in `regs` registers; at most 4 output blocks (divisors of the
     block count) and at least as many pixels as blocks. A pixel tile that does not divide the
     row computes padding pixels and keeps a guard (counted 0.8, as in `_dense_tile`); ties
-    go to fewer loads per FMA ((tile_oc * vecs + tile_ow) / accumulators). Measured on
+    go to fewer loads per FMA ((tile_oc * vecs + tile_ow) / accumulators). `max_blocks` 5
+    over a flat pixel axis (`is_flat`: RegNetX-400MF's 25 blocks of 16 on 49 pixels, 5 x 5
+    of the tail-partitioned pixel loop). Measured on
     ResNet-50's 1x1 convs (AVX-512, 32 registers): 14 pixels x 2 blocks (28 accumulators)
     140-165 GFLOP/s, 8 x 2 120-140, 4 x 4 105-135, 2 x 8 75; 7 x 4 (33 registers) spills."""
     best, score = (1, 1), (0.0, 0.0)
-    for to in (d for d in range(1, min(oc_chunks, 4) + 1) if oc_chunks % d == 0):
+    for to in (d for d in range(1, min(oc_chunks, max_blocks) + 1) if oc_chunks % d == 0):
         for tw in range(min(to, ow), min(ow, 16) + 1):
             acc = tw * to * vecs
             if acc + to * vecs + 1 > regs:
@@ -98,7 +102,7 @@ def _policy(target: Any, name: str) -> str:
 
 
 def prefer_gemm(ow: int, oc_chunks: int, oc_bn: int, lanes: int, regs: int,
-                oh: int = 1, rows_policy: str = "narrow") -> bool:
+                oh: int = 1, rows_policy: str = "narrow", max_blocks: int = 4) -> bool:
     """The measured rule (docs/performance.md, "1x1 convolutions as GEMMs"): the GEMM form
     when its tile holds more accumulators than the direct form's (`default_tile_ow` pixels
     x one output block), and, when it is one output block wide, only on rows of at most
@@ -109,12 +113,15 @@ def prefer_gemm(ow: int, oc_chunks: int, oc_bn: int, lanes: int, regs: int,
     from .strategies import default_tile_ow
 
     vecs = max(1, oc_bn // lanes)
-    tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs)
-    if to == 1 and ow > GEMM_ONE_BLOCK_MAX_OW:
+    tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs, max_blocks)
+    if to == 1 and ow > GEMM_ONE_BLOCK_MAX_OW and oh > 1:
         return False
     th = gemm_tile_rows(oh, ow, tw, to, vecs, regs, rows_policy)
     return th * tw * to > default_tile_ow(ow, oc_bn, lanes, regs)
 
+
+#: output blocks per tile over a flat pixel axis (`default_gemm_tile`)
+FLAT_MAX_BLOCKS = 5
 
 #: one-block GEMM tiles only on rows up to this many pixels (see `prefer_gemm`)
 GEMM_ONE_BLOCK_MAX_OW = 28
@@ -123,7 +130,8 @@ GEMM_ONE_BLOCK_MAX_OW = 28
 L2_REREAD_BYTES = 1 << 20
 
 
-def oc_outer_default(conv: Any, ow: int, tile_ow: int, tile_oc: int, oc_chunks: int) -> bool:
+def oc_outer_default(conv: Any, ow: int, tile_ow: int, tile_oc: int, oc_chunks: int,
+                     oh: int | None = None) -> bool:
     """Output panels outside when the weights exceed `L2_REREAD_BYTES`; else the loop
     order moving fewer bytes: output panels outside (the weights read once, the
     input once per panel: `oc_chunks / tile_oc` times) or pixel tiles outside (the input read
@@ -133,7 +141,7 @@ def oc_outer_default(conv: Any, ow: int, tile_ow: int, tile_oc: int, oc_chunks: 
     data, kernel = conv.op.input_tensors[:2]
     in_bytes = 4 * _prod_shape(data.shape)
     w_bytes = 4 * _prod_shape(kernel.shape)
-    oh = int(conv.op.output(0).shape[2].value)
+    oh = int(conv.op.output(0).shape[2].value) if oh is None else oh  # rows of the tiling
     pixel_tiles = oh * -(-ow // tile_ow)
 
     def reread(nbytes: int) -> float:
@@ -153,23 +161,76 @@ def _prod_shape(shape: Any) -> int:
     return p
 
 
+def is_flat(out: Any, conv: Any) -> bool:
+    """Whether `conv` computes over one row of all the pixels (`conv2d_nchwc(flat_pixels=)`)
+    that the output stage `out` reads back as rows."""
+    conv_shape = [int(x.value) for x in conv.op.output(0).shape]
+    out_shape = [int(x.value) for x in out.op.output(0).shape]
+    return conv_shape[2] == 1 and out_shape[2] > 1 and \
+        out_shape[2] * out_shape[3] == conv_shape[3]
+
+
+def prefer_flat(oh: int, ow: int, oc_chunks: int, vecs: int, regs: int,
+                rows_policy: str = "auto") -> bool:
+    """The measured rule for a flat conv (`is_flat`): tiles over the flat pixel axis when
+    their useful accumulators (those not on padding pixels) exceed the row tiles' by
+    `FLAT_MIN_GAIN`. In the models (docs/performance.md, "1x1 convs over a flat pixel
+    axis"): RegNetX-400MF's 400->400 7x7 in 16-channel blocks, 7 pixels x 1 block on rows
+    vs 5 x 5 flat, 106 -> 126 GFLOP/s; where the tiles tie (MobileNetV2's 576->160, 2 rows
+    x 7 x 2 blocks vs 5 x 5; EfficientNet's 7x7 layers) flat measured 5-15% slower."""
+    tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs)
+    th = gemm_tile_rows(oh, ow, tw, to, vecs, regs, rows_policy)
+    rows = th * tw * to * oh / (-(-oh // th) * th) * ow / (-(-ow // tw) * tw)
+    ftw, fto = default_gemm_tile(oh * ow, oc_chunks, vecs, regs, FLAT_MAX_BLOCKS)
+    flat = ftw * fto * oh * ow / (-(-(oh * ow) // ftw) * ftw)
+    return flat > FLAT_MIN_GAIN * rows
+
+
+#: how many times the row tiles' useful accumulators flat tiles need (`prefer_flat`)
+FLAT_MIN_GAIN = 1.1
+
+
+def flat_tiles(out: Any, conv: Any, target: Any) -> bool:
+    """Whether the GEMM form tiles a flat conv (`is_flat`) over its flat pixel axis:
+    under `-conv1x1-flat=on` always, else where `prefer_flat` says. Otherwise it tiles the
+    rows, reading the flat conv's `row * W + col` (the same tiles as an unflattened conv)."""
+    from .strategies import _lanes, register_file
+
+    if not is_flat(out, conv):
+        return False
+    if _policy(target, "conv1x1-flat") == "on":
+        return True
+    h, w = (int(out.op.output(0).shape[i].value) for i in (2, 3))
+    kernel = conv.op.input_tensors[1]
+    vecs = max(1, int(kernel.shape[5].value) // _lanes(target))
+    return prefer_flat(h, w, int(kernel.shape[0].value), vecs, register_file(target),
+                       _policy(target, "conv-tile"))
+
+
+def pixel_extents(out: Any, conv: Any, target: Any) -> tuple[int, int]:
+    """(rows, pixels per row) of the GEMM form's tile space: (1, H*W) where `flat_tiles`."""
+    h, w = (int(out.op.output(0).shape[i].value) for i in (2, 3))
+    return (1, h * w) if flat_tiles(out, conv, target) else (h, w)
+
+
 def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
     """Declare `form` (direct or gemm), `gemm_tile_ow`, `tile_oc`, `oc_outer` and
     `gemm_unroll_ic` on `cfg` for a pointwise conv group (every config of the space has them,
     whatever its form)."""
-    from .strategies import _ext, _lanes, _tile_candidates, register_file
+    from .strategies import _lanes, _tile_candidates, register_file
 
     lanes = _lanes(target)
-    ow = _ext(out.op.axis[3])
+    oh, ow = pixel_extents(out, conv, target)
     kernel = conv.op.input_tensors[1]
     oc_chunks, oc_bn = int(kernel.shape[0].value), int(kernel.shape[5].value)
-    oh = _ext(out.op.axis[2])
     regs, vecs = register_file(target), max(1, oc_bn // lanes)
-    tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs)
+    blocks = FLAT_MAX_BLOCKS if flat_tiles(out, conv, target) else 4
+    tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs, blocks)
     rows = _policy(target, "conv-tile")
     th = gemm_tile_rows(oh, ow, tw, to, vecs, regs, rows)
     policy = _policy(target, "conv1x1")
-    gemm = prefer_gemm(ow, oc_chunks, oc_bn, lanes, regs, oh, rows) if policy == "auto" \
+    gemm = prefer_gemm(ow, oc_chunks, oc_bn, lanes, regs, oh, rows, blocks) \
+        if policy == "auto" \
         else policy == "gemm"
     cfg.define_knob("form", ["direct", "gemm"], default="gemm" if gemm else "direct")
     cfg.define_split("gemm_tile_ow", ow, 2, policy="candidate",
@@ -180,7 +241,7 @@ def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
                      candidates=[(oc_chunks // d, d) for d in range(1, min(oc_chunks, 8) + 1)
                                  if oc_chunks % d == 0], default=(-1, to))
     cfg.define_knob("oc_outer", [False, True], default=oc_outer_default(
-        conv, ow, tw, to, oc_chunks))
+        conv, ow, tw, to, oc_chunks, oh))
     # the input block's channels unrolled: 7x7 layers 116-121 -> 134 GFLOP/s once, others
     # +-10% (one run): a tuning choice, off by default
     cfg.define_knob("gemm_unroll_ic", [False, True], default=False)
@@ -189,32 +250,39 @@ def define_gemm_knobs(cfg: Any, out: Any, conv: Any, target: Any) -> None:
 def schedule_conv1x1_gemm(s: Any, out: Any, conv: Any, cfg: Any, target: Any) -> Any:
     """Schedule the group `s` (output stage `out`, conv stage `conv`) in the GEMM form with
     the knobs of `define_gemm_knobs`."""
-    from .strategies import _inline_rest, _parallel
+    from .strategies import _ext, _inline_rest, _parallel
 
     n, oc, oh, ow, ob = out.op.axis
     kernel = conv.op.input_tensors[1]
+    flat = flat_tiles(out, conv, target)
     _inline_rest(s, {out.op, conv.op})  # no padding stage: a pointwise conv reads in place
     local = s[s.cache_write(conv.op.output(0), "local")]
     if conv.op is not out.op:
         conv.compute_inline()
+    if flat:  # one row of H*W pixels: the tile spans image rows (`flat_tiles`)
+        ow = out.fuse(oh, ow)
+        oh = None
     owo, owi = cfg["gemm_tile_ow"].apply(s, out, ow)
     oco, oci = cfg["tile_oc"].apply(s, out, oc)
     ohi = None
-    if cfg["gemm_tile_oh"].size[1] > 1:  # a tile over rows (a whole row per `owo`)
+    if cfg["gemm_tile_oh"].size[1] > 1 and not flat:  # a tile over rows (a whole row per `owo`)
         oh, ohi = cfg["gemm_tile_oh"].apply(s, out, oh)
     inner = [oci] + ([ohi] if ohi is not None else []) + [owi, ob]
-    if cfg["oc_outer"].val:
-        out.reorder(n, oco, oh, owo, *inner)
-        rows = out.fuse(n, oco, oh, owo)
+    rows_axes = [oh] if oh is not None else []
+    outer = [n, oco, *rows_axes, owo] if cfg["oc_outer"].val else [n, *rows_axes, owo, oco]
+    out.reorder(*outer, *inner)
+    tail = flat and _ext(out.op.axis[2]) * _ext(out.op.axis[3]) % cfg["gemm_tile_ow"].size[1]
+    if tail:  # the pixel-tile loop stays a loop: loop_partition peels its guarded last tile
+        i = outer.index(owo)
+        rows, at = out.fuse(*outer[:i]), outer[-1]
     else:
-        out.reorder(n, oh, owo, oco, *inner)
-        rows = out.fuse(n, oh, owo, oco)
+        rows = at = out.fuse(*outer)
     out.vectorize(ob)
     for ax in inner[:-1]:
         out.unroll(ax)
     if _parallel(target):
         out.parallel(rows)
-    local.compute_at(out, rows)
+    local.compute_at(out, at)
     _, lo, lh, lw, lb = local.op.axis
     ico, ry, rx, ici = local.op.reduce_axis
     tile = ([lh] if ohi is not None else []) + [lw, lo]

@@ -32,6 +32,10 @@ LLVM = TargetKind(
         "conv1x1": TargetOption(str, "auto", "1x1 convs: auto (measured rule), direct, or gemm "
                                 "(the GEMM form's register tile, conv1x1.py)",
                                 choices=CONV1X1_CHOICES),
+        "conv1x1-flat": TargetOption(str, "auto", "1x1 stride-1 unpadded convs over one row "
+                                     "of H*W pixels so a register tile spans image rows: "
+                                     "auto (measured rule: images up to 14 pixels wide), on, "
+                                     "or off (row by row)", choices=("auto", "on", "off")),
         "conv-tile": TargetOption(str, "auto", "direct convs' register tile and loop order: "
                                   "auto (measured rules: up to 2 rows, 28 accumulators where "
                                   "blocks are 2+ vectors; a 3-channel stem's channels outside "

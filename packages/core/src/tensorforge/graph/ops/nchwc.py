@@ -87,7 +87,7 @@ def _conv_compute(ins: list[Any], at: dict[str, Any], out: TypeList) -> list[Any
         y = nb.depthwise_conv2d_nchwc(ins[0], ins[1], s, p, d)
     else:
         y = conv2d_nchwc(ins[0], ins[1], s, p, d, out_dtype=at.get("out_dtype"),
-                         groups=at.get("groups", 1))
+                         groups=at.get("groups", 1), flat_pixels=at.get("flat_pixels", False))
     if len(ins) > 2:
         y = _bias(y, ins[2], out[0][0][-1])
     return [y]

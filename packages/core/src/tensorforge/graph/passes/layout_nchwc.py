@@ -35,6 +35,7 @@ import numpy as np
 from ..ir import Graph, Node, Value
 from ..registry import OpPattern, get_op
 from .dilated import split_dilated_bands
+from .layout_flat import flat_pixels_on
 from .layout_padding import (
     Segments,
     common_segments,
@@ -298,6 +299,9 @@ class _Rewriter:
             op = "conv2d_nchwc"
         if n.attrs.get("out_dtype"):  # int8 x int8 -> int32: kept, and no Winograd
             attrs["out_dtype"] = n.attrs["out_dtype"]
+        elif op == "conv2d_nchwc" and groups == 1 and flat_pixels_on(
+                self.target, kh, kw, x.shape[3], attrs):
+            attrs["flat_pixels"] = True  # one row of H*W pixels (`conv2d_nchwc`)
         if in_segs:  # read as it is, padding and all
             xb, xblock = self.blocked[id(x)]
             ob, ib = (xblock, 1) if depthwise else (ob, xblock)

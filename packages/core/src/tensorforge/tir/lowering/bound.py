@@ -11,18 +11,24 @@ well; `local`: none; see `tir.thread_scope`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...arith import Analyzer, IntervalSet, eval_interval
 from ...expr import (
     EQ,
     LT,
     ExprVisitor,
+    FloorDiv,
+    FloorMod,
     IntImm,
     PrimExpr,
     ProducerLoad,
     Range,
     Var,
     const,
+    post_order_collect,
+    substitute,
+    uses_var,
 )
 from ...expr import construct as _c
 from ...schedule import Fuse, Schedule, ScheduleError, Split, Stage
@@ -207,6 +213,34 @@ def _relaxed_loops(st: Stage, reader: Stage, parent: Stage, ivar: IterVar
     return relaxed + [(parent, iv) for iv in parent.leaf_iter_vars[pos + 1:end]]
 
 
+def _through_fused(reader: Stage, rb: StageBounds, ana: Analyzer) -> Any:
+    """For a reader with fused axes, a function narrowing a read's index set: the index
+    written in the reader's leaf loops (`root_value`) and simplified, used where that
+    leaves no division of a loop that runs inside the attach point. A fused (row, column)
+    axis split into pixel tiles reads `row * W + col` of a flat stage
+    (`conv2d_nchwc(flat_pixels=)`): per root axis a box of whole rows, in the leaf loops
+    the tile's pixels. None: no fused axes."""
+    if not any(isinstance(rel, Fuse) for rel in reader.relations):
+        return None
+    vmap = {iv.var: val for iv, val in rb.root_value.items()}
+    fused = {id(iv.var) for iv in _root_axes(reader) if iv in rb.root_value and
+             post_order_collect(rb.root_value[iv], lambda e: isinstance(e, (FloorDiv,
+                                                                             FloorMod)))}
+
+    def narrow(idx: PrimExpr, box: IntervalSet, leaf_dom: dict[Var, IntervalSet]
+               ) -> IntervalSet:
+        if len({id(v) for v in post_order_collect(idx, lambda e: id(e) in fused)}) < 2:
+            return box  # a read of one root axis: the box is exact
+        exact = ana.simplify(substitute(idx, vmap))
+        if post_order_collect(exact, lambda e: isinstance(e, (FloorDiv, FloorMod)) and uses_var(
+                e, lambda v: v in leaf_dom)):
+            return box  # a division of a relaxed loop left: the box may be the tighter
+        s = eval_interval(exact, leaf_dom)
+        return box if s.min_value is None or s.max_value is None else s
+
+    return narrow
+
+
 def _needed_region(sch: Schedule, st: Stage, bodies: dict[Stage, tuple[PrimExpr, ...]],
                    done: dict[Stage, StageBounds], ana: Analyzer) -> list[Range]:
     parent, ivar = st.attach_stage, st.attach_ivar
@@ -235,9 +269,12 @@ def _needed_region(sch: Schedule, st: Stage, bodies: dict[Stage, tuple[PrimExpr,
         root_dom: dict[Var, IntervalSet] = {}
         for iv, val in rb.root_value.items():
             root_dom[iv.var] = eval_interval(val, leaf_dom)
+        through = _through_fused(reader, rb, ana)
         for load in finder.loads:
             for d, idx in enumerate(load.indices):
                 s = eval_interval(idx, root_dom)
+                if through is not None:
+                    s = through(idx, s, leaf_dom)
                 if s.min_value is None or s.max_value is None:
                     raise ScheduleError(
                         f"compute_at: cannot bound the region of {st.name} read by "
