@@ -32,7 +32,7 @@ from tensorforge.expr import (
     Sub,
 )
 
-from .codegen_expr import I1, I32, PTR, ExprEmitter
+from .codegen_expr import I1, I32, PTR, ExprEmitter, _mangle
 
 __all__ = ["MAX_WINDOWS", "constant_lane_offsets", "emit_window_load"]
 
@@ -163,9 +163,3 @@ def emit_window_load(em: ExprEmitter, etype: ir.Type, align: int, ptr: ir.Value,
         acc = shuffle(acc, loaded[w], [lanes + p if ww == w else k
                                        for k, (ww, p) in enumerate(where)])
     return acc
-
-
-def _mangle(t: ir.Type) -> str:
-    from .codegen_expr import _mangle as m
-
-    return m(t)

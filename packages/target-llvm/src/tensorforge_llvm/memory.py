@@ -14,7 +14,8 @@ from llvmlite import ir
 from tensorforge.expr import IntImm, PrimExpr, Ramp
 from tensorforge.expr import dtype as dt
 
-from .codegen_expr import I1, I32, PTR, ExprEmitter, ll_type
+from .codegen_expr import I1, I32, PTR, ExprEmitter, _mangle, ll_type
+from .lane_gather import emit_window_load
 
 
 def _elem(buffer: Any) -> tuple[ir.Type, int]:
@@ -73,15 +74,13 @@ def emit_load(em: ExprEmitter, buffer: Any, ptr: ir.Value, idx: PrimExpr) -> ir.
         if em.prefetch is not None and em.mask is None:
             emit_prefetch(em, buffer, ptr, etype, idx.base, lanes)
         if em.mask is not None:
-            fn = em.declare(f"llvm.masked.load.v{lanes}{_suffix(etype)}.p0", vt,
+            fn = em.declare(f"llvm.masked.load.v{lanes}{_mangle(etype)}.p0", vt,
                             [PTR, I32, em.mask.type, vt])
             v = b.call(fn, [addr, ir.Constant(I32, align), em.mask, em.zero(vt)])
         else:
             v = b.load(addr, typ=vt, align=align)
         return _to_reg(em, v, buffer.dtype)
     if em.mask is None:  # lanes at constant offsets from one address: window loads
-        from .lane_gather import emit_window_load
-
         v = emit_window_load(em, etype, align, ptr, idx, lanes)
         if v is not None:
             return _to_reg(em, v, buffer.dtype)
@@ -89,7 +88,7 @@ def emit_load(em: ExprEmitter, buffer: Any, ptr: ir.Value, idx: PrimExpr) -> ir.
     if em.mask is not None:
         pvt = ir.VectorType(PTR, lanes)
         vec_ptrs = em.gather_lanes(addrs)
-        fn = em.declare(f"llvm.masked.gather.v{lanes}{_suffix(etype)}.v{lanes}p0", vt,
+        fn = em.declare(f"llvm.masked.gather.v{lanes}{_mangle(etype)}.v{lanes}p0", vt,
                         [pvt, I32, em.mask.type, vt])
         v = b.call(fn, [vec_ptrs, ir.Constant(I32, align), em.mask, em.zero(vt)])
         return _to_reg(em, v, buffer.dtype)
@@ -162,9 +161,3 @@ def emit_store(em: ExprEmitter, buffer: Any, ptr: ir.Value, idx: PrimExpr,
     addrs = _lane_addresses(em, etype, ptr, idx)
     for a, v in zip(addrs, em.lanes_of(value)):
         b.store(v, a, align=align)
-
-
-def _suffix(t: ir.Type) -> str:
-    from .codegen_expr import _mangle
-
-    return _mangle(t)
