@@ -19,6 +19,9 @@ from .codegen_expr import I32, I64, PTR
 __all__ = ["quick_ir"]
 
 _VOID = ir.VoidType()
+_NULL = ir.Constant(PTR, None)
+#: `void f(void *)`: Py_IncRef, Py_DecRef, PyEval_RestoreThread
+_VOID_FN = ir.FunctionType(_VOID, [PTR])
 
 
 class _Callee:
@@ -38,6 +41,7 @@ class _Gen:
         self.fn = fn
         self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         self.state = self.field(fn.args[0], "data", PTR)
+        self._open: list[tuple[ir.Value, ir.Block, ir.Block]] = []  # loops, innermost last
 
     def field(self, obj: ir.Value, name: str, typ: ir.Type) -> ir.Value:
         """Field `name` (an `ABI` offset) of the Python object `obj`."""
@@ -67,7 +71,7 @@ class _Gen:
     def ret_code(self, code: int) -> None:
         """Return the state's object for `code`, a new reference."""
         obj = self.word(q.CODES + code, PTR)
-        self.call(q.INCREF, ir.FunctionType(_VOID, [PTR]), [obj])
+        self.call(q.INCREF, _VOID_FN, [obj])
         self.b.ret(obj)
 
     def unless(self, cond: ir.Value, code: int) -> None:
@@ -79,9 +83,9 @@ class _Gen:
         self.ret_code(code)
         self.b.position_at_end(ok)
 
-    def loop(self, n: ir.Value, name: str) -> tuple[ir.Value, ir.Block]:
-        """Start `for i in range(n)`: (i, the block after the loop); the caller's body ends
-        with `next_iteration`."""
+    def loop(self, n: ir.Value, name: str) -> ir.Value:
+        """Start `for i in range(n)` and return i; the caller's body ends with
+        `next_iteration`."""
         head = self.fn.append_basic_block(f"{name}.head")
         body = self.fn.append_basic_block(f"{name}.body")
         done = self.fn.append_basic_block(f"{name}.done")
@@ -92,8 +96,8 @@ class _Gen:
         i.add_incoming(ir.Constant(I64, 0), before)
         self.b.cbranch(self.b.icmp_signed("<", i, n), body, done)
         self.b.position_at_end(body)
-        self._open = getattr(self, "_open", []) + [(i, head, done)]
-        return i, done
+        self._open.append((i, head, done))
+        return i
 
     def next_iteration(self) -> None:
         i, head, done = self._open.pop()
@@ -124,7 +128,7 @@ def _check_input(g: _Gen, obj: ir.Value, k: ir.Value) -> None:
     g.unless(b.and_(ok, eq("==", b.urem(data, g.word(q.REC_ITEMSIZE, base=rec)),
                            ir.Constant(I64, 0))), q.NOT_QUICK)
     dims, strides = g.field(obj, "dimensions", PTR), g.field(obj, "strides", PTR)
-    d, _ = g.loop(nd, "d")
+    d = g.loop(nd, "d")
     want_dim = g.word(b.add(d, ir.Constant(I64, q.REC_DIMS)), base=rec)
     want_stride = g.word(b.add(d, b.add(nd, ir.Constant(I64, q.REC_DIMS))), base=rec)
     g.unless(b.and_(eq("==", g.word(d, base=dims), want_dim),
@@ -142,22 +146,21 @@ def _make_outputs(g: _Gen) -> ir.Value:
     (no memory: numpy has set the exception), the arena is given back and NULL returned."""
     b = g.b
     n_out, n_in = g.word(q.N_OUT), g.word(q.N_IN)
-    null = ir.Constant(PTR, None)
     outs = g.call(q.LIST_NEW, ir.FunctionType(PTR, [I64]), [n_out])
-    with b.if_then(b.icmp_unsigned("==", outs, null), likely=False):
+    with b.if_then(b.icmp_unsigned("==", outs, _NULL), likely=False):
         _give_back(g)
-        b.ret(null)
-    j, _ = g.loop(n_out, "out")
+        b.ret(_NULL)
+    j = g.loop(n_out, "out")
     rec = g.record(b.add(n_in, j))
     descr = g.word(q.REC_DESCR, PTR, base=rec)
-    g.call(q.INCREF, ir.FunctionType(_VOID, [PTR]), [descr])  # the call steals it
+    g.call(q.INCREF, _VOID_FN, [descr])  # the call steals it
     arr = g.call(q.NEW_ARRAY, ir.FunctionType(PTR, [PTR, PTR, I32, PTR, PTR, PTR, I32, PTR]),
                  [g.word(q.NDARRAY, PTR), descr, b.trunc(g.word(q.REC_ND, base=rec), I32),
-                  g.slot(q.REC_DIMS, base=rec), null, null, ir.Constant(I32, 0), null])
-    with b.if_then(b.icmp_unsigned("==", arr, null), likely=False):
+                  g.slot(q.REC_DIMS, base=rec), _NULL, _NULL, ir.Constant(I32, 0), _NULL])
+    with b.if_then(b.icmp_unsigned("==", arr, _NULL), likely=False):
         _give_back(g)
-        g.call(q.DECREF, ir.FunctionType(_VOID, [PTR]), [outs])
-        b.ret(null)
+        g.call(q.DECREF, _VOID_FN, [outs])
+        b.ret(_NULL)
     g.call(q.LIST_SET_ITEM, ir.FunctionType(I32, [PTR, I64, PTR]), [outs, j, arr])
     b.store(g.field(arr, "data", PTR), g.slot(j, g.word(q.OUT_TABLE, PTR)))
     g.next_iteration()
@@ -182,33 +185,32 @@ def quick_ir() -> str:
     b.position_at_end(run)
     n_in = g.word(q.N_IN)
     g.unless(b.icmp_signed("==", nargs, n_in), q.NOT_QUICK)
-    k, _ = g.loop(n_in, "check")
+    k = g.loop(n_in, "check")
     _check_input(g, g.word(k, PTR, base=args), k)
     g.next_iteration()
     g.take()
     outs = _make_outputs(g)
     in_table = g.word(q.IN_TABLE, PTR)
-    k, _ = g.loop(n_in, "in")  # the inputs are read where they are
+    k = g.loop(n_in, "in")  # the inputs are read where they are
     b.store(g.field(g.word(k, PTR, base=args), "data", PTR), g.slot(k, in_table))
     g.next_iteration()
     saved = g.call(q.SAVE_THREAD, ir.FunctionType(PTR, []), [])
     status = g.call(q.ENTRY, ir.FunctionType(I32, [PTR] * 5),
                     [g.word(i, PTR) for i in (q.IN_TABLE, q.OUT_TABLE, q.PARAMS, q.WORKSPACE,
                                               q.FAILED_AT)])
-    g.call(q.RESTORE_THREAD, ir.FunctionType(_VOID, [PTR]), [saved])
-    decref = ir.FunctionType(_VOID, [PTR])
+    g.call(q.RESTORE_THREAD, _VOID_FN, [saved])
     with b.if_then(b.icmp_signed("!=", status, ir.Constant(I32, 0)), likely=False):
         b.store(b.sext(status, I64), g.slot(q.STATUS))  # the arena stays taken: Python
-        g.call(q.DECREF, decref, [outs])  # reads the error from it
+        g.call(q.DECREF, _VOID_FN, [outs])  # reads the error from it
         g.ret_code(q.FAILED)
     _give_back(g)
     waiting = b.icmp_signed("!=", g.word(q.WAITING), ir.Constant(I64, 0))
     with b.if_then(waiting, likely=False):  # wake a thread waiting in the pool
         woke = g.call(q.CALL_OBJECT, ir.FunctionType(PTR, [PTR, PTR]),
-                      [g.word(q.ON_RETURN, PTR), ir.Constant(PTR, None)])
-        with b.if_then(b.icmp_unsigned("==", woke, ir.Constant(PTR, None)), likely=False):
-            g.call(q.DECREF, decref, [outs])
-            b.ret(ir.Constant(PTR, None))  # its exception goes to the caller
-        g.call(q.DECREF, decref, [woke])
+                      [g.word(q.ON_RETURN, PTR), _NULL])
+        with b.if_then(b.icmp_unsigned("==", woke, _NULL), likely=False):
+            g.call(q.DECREF, _VOID_FN, [outs])
+            b.ret(_NULL)  # its exception goes to the caller
+        g.call(q.DECREF, _VOID_FN, [woke])
     b.ret(outs)
     return str(mod)
