@@ -13,7 +13,11 @@ median of the per-round ratios (ours / ORT: below 1 = we are faster), with the l
 time, the sums of per-kernel medians (ours: `CompiledModel.profile`; ORT: its profiler's
 per-node times), which leave out the time the OS took between kernels. The geometric means
 of the ratios per thread count close the table; with 1 and 2 threads, a second table gives
-each model's speed-up from 1 to 2 threads (ours and ORT's)."""
+each model's speed-up from 1 to 2 threads (ours and ORT's).
+
+With `--tuned DIR`, each model is also compiled with the records of `DIR/<model>.db` (made by
+`benchmarks/tune_families.py`: `tforge tune` per model) and timed in the same rounds (the
+three in rotating order); the table gains the tuned / ORT ratio and the tuned kernels' sum."""
 
 from __future__ import annotations
 
@@ -69,59 +73,93 @@ class _Fifo:
 
 
 def measure(path: Path, threads: int, rounds: int, target_extra: str = "",
-            fifo: bool = False, phased: bool = False) -> dict:
+            fifo: bool = False, phased: bool = False, tuned_dir: str = "") -> dict:
     import tensorforge
 
+    model = path.name.split(".")[0]
     sess = _session(path, threads)
     inp = sess.get_inputs()[0]
     x = {inp.name: np.random.default_rng(0).standard_normal(inp.shape).astype(np.float32)}
     ref = sess.run(None, x)[0]
+    target = f"llvm -num-threads={threads} {target_extra}"
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cm = tensorforge.compile(str(path), f"llvm -num-threads={threads} {target_extra}")
-    compile_s = time.perf_counter() - t0
-    err = float(np.max(np.abs(np.asarray(cm.run(x)[0]) - ref)) / max(np.max(np.abs(ref)), 1e-30))
-    for _ in range(2):  # warm both (and start their thread pools)
-        cm.run(x)
-        sess.run(None, x)
+        cm = tensorforge.compile(str(path), target)
+        compile_s = time.perf_counter() - t0
+        tuned = None
+        if tuned_dir:
+            db = Path(tuned_dir) / f"{model}.db"
+            if not db.exists():
+                raise SystemExit(f"--tuned: no {db}; run benchmarks/tune_families.py first")
+            tuned = tensorforge.compile(str(path), target, tuning_db=str(db))
+
+    def rel_err(m) -> float:
+        return float(np.max(np.abs(np.asarray(m.run(x)[0]) - ref)) /
+                     max(np.max(np.abs(ref)), 1e-30))
+
+    runs = {"ours": lambda: cm.run(x), "ort": lambda: sess.run(None, x)}
+    if tuned is not None:
+        runs["tuned"] = lambda: tuned.run(x)
+    for _ in range(2):  # warm them all (and start their thread pools)
+        for fn in runs.values():
+            fn()
     load0 = os.getloadavg()[0]
-    ours, theirs, ratios = [], [], []
     with _Fifo(fifo):
-        _rounds(cm, sess, x, rounds, ours, theirs, ratios, phased)
+        times = _rounds(runs, rounds, phased)
         kernel_ms, node_ms = kernel_sums(cm, path, threads, x, max(5, rounds // 2))
+        tuned_kernel_ms = (sum(k["median"] for k in tuned.profile(x, repeat=max(5, rounds // 2)))
+                           * 1e3 if tuned is not None else None)
     generic = sum(1 for k in cm.desc["kernels"] if not k["schedule"].startswith("strategy")
                   and any(s in k["master"] for s in ("conv", "dense", "pool")))
-    return {"model": path.name.split(".")[0], "threads": threads,
-            "ours_ms": statistics.median(ours) * 1e3, "ort_ms": statistics.median(theirs) * 1e3,
-            "ratio": statistics.median(ratios), "max_rel_err": err, "compile_s": compile_s,
-            "kernels": len(cm.desc["kernels"]), "generic_heavy": generic,
-            "load": (round(load0, 2), round(os.getloadavg()[0], 2)), "rounds": rounds,
-            "ours_kernels_ms": kernel_ms, "ort_nodes_ms": node_ms,
-            "kernel_ratio": kernel_ms / node_ms}
+    row = {"model": model, "threads": threads,
+           "ours_ms": statistics.median(times["ours"]) * 1e3,
+           "ort_ms": statistics.median(times["ort"]) * 1e3,
+           "ratio": _ratio(times["ours"], times["ort"], phased), "max_rel_err": rel_err(cm),
+           "compile_s": compile_s, "kernels": len(cm.desc["kernels"]),
+           "generic_heavy": generic, "load": (round(load0, 2), round(os.getloadavg()[0], 2)),
+           "rounds": rounds, "ours_kernels_ms": kernel_ms, "ort_nodes_ms": node_ms,
+           "kernel_ratio": kernel_ms / node_ms}
+    if tuned is not None:
+        info = tuned.desc["tuning"]
+        row.update({"tuned_ms": statistics.median(times["tuned"]) * 1e3,
+                    "tuned_ratio": _ratio(times["tuned"], times["ort"], phased),
+                    "tuned_kernels_ms": tuned_kernel_ms,
+                    "tuned_kernel_ratio": tuned_kernel_ms / node_ms,
+                    "tuned_max_rel_err": rel_err(tuned),
+                    "tuned_applied": len(info["applied"]), "tuned_missing": len(info["missing"])})
+    return row
 
 
-def _rounds(cm, sess, x: dict, rounds: int, ours: list, theirs: list, ratios: list,
-            phased: bool = False) -> None:
-    if phased:  # all of ours, then all of ORT's: two spinning thread pools never overlap
-        for fn, out in ((lambda: cm.run(x), ours), (lambda: sess.run(None, x), theirs)):
+def _rounds(runs: dict, rounds: int, phased: bool = False) -> dict[str, list[float]]:
+    """Seconds per run of each callable in `runs`: `rounds` rounds of one run each, in an
+    order that rotates every round; `phased`: all runs of one, then the next (two spinning
+    thread pools never overlap)."""
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    names = list(runs)
+
+    def once(name: str) -> None:
+        t = time.perf_counter()
+        runs[name]()
+        times[name].append(time.perf_counter() - t)
+
+    if phased:
+        for name in names:
             for _ in range(rounds):
-                t = time.perf_counter()
-                fn()
-                out.append(time.perf_counter() - t)
-        ratios.extend(a / b for a, b in zip(sorted(ours), sorted(theirs)))
-        return
-    for r in range(rounds):
-        pair = []
-        for who in ((0, 1) if r % 2 == 0 else (1, 0)):
-            t = time.perf_counter()
-            cm.run(x) if who == 0 else sess.run(None, x)
-            pair.append((who, time.perf_counter() - t))
-        a = next(t for w, t in pair if w == 0)
-        b = next(t for w, t in pair if w == 1)
-        ours.append(a)
-        theirs.append(b)
-        ratios.append(a / b)
+                once(name)
+        return times
+    n = len(names)
+    for r in range(rounds):  # each first, middle and last alike; predecessors vary too
+        order = names[r % n:] + names[:r % n]
+        for name in (order[::-1] if (r // n) % 2 else order):
+            once(name)
+    return times
+
+
+def _ratio(a: list[float], b: list[float], phased: bool) -> float:
+    """Median of the per-round ratios a / b (phased: of the sorted samples)."""
+    pairs = zip(sorted(a), sorted(b)) if phased else zip(a, b)
+    return statistics.median(x / y for x, y in pairs)
 
 
 def kernel_sums(cm, path: Path, threads: int, x: dict, repeat: int) -> tuple[float, float]:
@@ -151,6 +189,10 @@ def kernel_sums(cm, path: Path, threads: int, x: dict, repeat: int) -> tuple[flo
     return ours, theirs
 
 
+def _geomean(values: list[float]) -> float:
+    return float(np.exp(np.mean(np.log(values))))
+
+
 def markdown(rows: list[dict]) -> str:
     lines = ["| model | threads | ours ms | ORT ms | ours / ORT | sum of kernels: ours / ORT "
              "ms | ratio | max rel err | kernels | load (1 min) before-after |",
@@ -162,10 +204,26 @@ def markdown(rows: list[dict]) -> str:
                      f"{r['max_rel_err']:.1e} | {r['kernels']} | "
                      f"{r['load'][0]}-{r['load'][1]} |")
     for th in sorted({r["threads"] for r in rows}):
-        geo = [float(np.exp(np.mean(np.log([r[k] for r in rows if r["threads"] == th]))))
+        geo = [_geomean([r[k] for r in rows if r["threads"] == th])
                for k in ("ratio", "kernel_ratio")]
         lines.append(f"| **geomean** | {th} | | | **{geo[0]:.2f}** | | **{geo[1]:.2f}** | | "
                      "| |")
+    tuned = [r for r in rows if "tuned_ratio" in r]
+    if tuned:
+        lines += ["", "| model | threads | untuned ms | tuned ms | ORT ms | untuned / ORT | "
+                  "tuned / ORT | tuned kernels ms (/ ORT) | tasks tuned (no record) | "
+                  "max rel err |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in tuned:
+            lines.append(f"| {r['model']} | {r['threads']} | {r['ours_ms']:.2f} | "
+                         f"{r['tuned_ms']:.2f} | {r['ort_ms']:.2f} | {r['ratio']:.2f} | "
+                         f"{r['tuned_ratio']:.2f} | {r['tuned_kernels_ms']:.2f} "
+                         f"({r['tuned_kernel_ratio']:.2f}) | {r['tuned_applied']} "
+                         f"({r['tuned_missing']}) | {r['tuned_max_rel_err']:.1e} |")
+        for th in sorted({r["threads"] for r in tuned}):
+            sel = [r for r in tuned if r["threads"] == th]
+            lines.append(f"| **geomean** | {th} | | | | **{_geomean([r['ratio'] for r in sel]):.2f}"
+                         f"** | **{_geomean([r['tuned_ratio'] for r in sel]):.2f}** | "
+                         f"({_geomean([r['tuned_kernel_ratio'] for r in sel]):.2f}) | | |")
     by = {(r["model"], r["threads"]): r for r in rows}
     scaling = [(m, by[(m, 1)], by[(m, 2)]) for m, t in by if t == 2 and (m, 1) in by]
     if scaling:
@@ -188,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="all our runs, then all of ORT's (ratio of the sorted samples): under "
                     "--fifo at 2 threads, interleaving pits our workers against ORT's spinning "
                     "pool")
+    ap.add_argument("--tuned", default="", metavar="DIR",
+                    help="also time each model compiled with DIR/<model>.db's records")
     ap.add_argument("--json", default="")
     ap.add_argument("--md", default="")
     args = ap.parse_args(argv)
@@ -199,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for path in paths:
         for th in (int(t) for t in args.threads.split(",")):
-            row = measure(path, th, args.rounds, args.target_extra, args.fifo, args.phased)
+            row = measure(path, th, args.rounds, args.target_extra, args.fifo, args.phased,
+                          args.tuned)
             rows.append(row)
             print_row(row)
     write_tables(rows, markdown(rows), args.md, args.json)
