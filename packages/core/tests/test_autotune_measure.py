@@ -75,4 +75,33 @@ def test_unchecked_measurement_and_timing_options(llvm_target) -> None:
     with Measurer(Builder(n_parallel=1), runner) as m:
         idx = task.config_space.index_of_positions([0, autotune_templates.FAULTS.index("wrong")])
         (r,) = m.measure(task, [idx], check=False)
-    assert r.ok and len(r.costs) == 4 and all(c > 0 for c in r.costs)
+    # flush_cache: single calls, at least `repeat` and at most 10x as many (a tiny kernel)
+    assert r.ok and 4 <= len(r.costs) <= 40 and all(c > 0 for c in r.costs)
+
+
+def test_cache_flush_sweeps_before_every_timed_call(llvm_target, monkeypatch) -> None:
+    """With flush_cache each timed call is one call after its own sweep (a kernel inside a
+    model finds its weights in memory, not in the cache a back-to-back loop warmed); without,
+    no sweep and `number` calls per timing. make_measurer flushes by default."""
+    from tensorforge.autotune import measure
+    from tensorforge.autotune.tune_tasks import make_measurer
+
+    task = Task("testing/faulty", (16,), "llvm -num-threads=1")
+    idx = task.config_space.index_of_positions([0, autotune_templates.FAULTS.index("none")])
+    art = measure.build_job({"task": task.to_json(), "index": idx})
+    sweeps: list[int] = []
+    monkeypatch.setattr(measure, "_flush_cache", lambda: sweeps.append(1))
+
+    def payload(flush: bool) -> dict:
+        return {"artifact": art, "seed": 0, "ref": None, "rtol": 1e-3, "number": 3,
+                "repeat": 5, "min_repeat_ms": 2.0, "flush_cache": flush}
+
+    out = measure.run_job(payload(True))
+    assert 5 <= len(out["costs"]) <= 50 and len(sweeps) == len(out["costs"])
+    sweeps.clear()
+    out = measure.run_job(payload(False))
+    assert len(out["costs"]) == 5 and not sweeps
+    with make_measurer(n_parallel=1) as m:
+        assert m.runner.flush_cache
+    with make_measurer(n_parallel=1, cache_flush=False) as m:
+        assert not m.runner.flush_cache

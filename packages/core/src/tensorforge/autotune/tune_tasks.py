@@ -57,16 +57,20 @@ def make_executor(spec: str = "local", n_workers: int | None = None) -> Executor
 
 
 def make_measurer(executor: str = "local", n_parallel: int | None = None, repeat: int = 5,
-                  min_repeat_ms: float = 40.0, timeout: float = 10.0) -> Measurer:
+                  min_repeat_ms: float = 40.0, timeout: float = 10.0,
+                  cache_flush: bool = True) -> Measurer:
     """Builds in parallel and timed runs one at a time (each the median of ``repeat``
-    measurements of at least ``min_repeat_ms``)."""
+    measurements of at least ``min_repeat_ms``). ``cache_flush`` (CPU code timed by wall
+    clock; device timers ignore it): each timed call starts with the caches swept, as inside
+    a model, and the cost is the median of up to ``10 * repeat`` single calls
+    (``measure._flush_cache``); False times back-to-back calls with warm caches."""
+    runner = {"repeat": repeat, "min_repeat_ms": min_repeat_ms, "timeout": timeout,
+              "flush_cache": cache_flush}
     if executor == "local":
         builder = Builder(n_parallel=n_parallel or os.cpu_count() or 1)
-        return Measurer(builder, Runner(repeat=repeat, min_repeat_ms=min_repeat_ms,
-                                        timeout=timeout))
+        return Measurer(builder, Runner(**runner))
     ex = make_executor(executor)
-    m = Measurer(Builder(executor=ex), Runner(repeat=repeat, min_repeat_ms=min_repeat_ms,
-                                              timeout=timeout, executor=ex))
+    m = Measurer(Builder(executor=ex), Runner(executor=ex, **runner))
     m.close = ex.close  # type: ignore[method-assign]  # one executor for both
     return m
 

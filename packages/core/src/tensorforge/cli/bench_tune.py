@@ -123,6 +123,9 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
                    help="live display (default: rich on a terminal, else a line per round)")
     p.add_argument("--plot", metavar="PNG", help="tuning curves here (default <db>-curves.png)")
     p.add_argument("--no-plot", action="store_true", help="do not write the tuning curves")
+    p.add_argument("--no-cache-flush", action="store_true",
+                   help="time CPU candidates back to back with warm caches (default: every "
+                   "timed call starts with the caches swept, as inside a model)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=run_tune)
 
@@ -143,14 +146,27 @@ def run_tune(args: argparse.Namespace) -> int:
               "task is measured (Ctrl-C stops; the records are kept)", file=sys.stderr)
     if not (args.executor in ("local", "ray") or args.executor.startswith("ray://")):
         raise TensorforgeError(f"--executor {args.executor!r}: use local, ray or ray://ADDRESS")
-    res = tune_model(args.model, args.target, db=args.db, n_trials=args.trials,
-                     tuner=args.tuner, time_budget=budget, early_stopping=args.early_stopping,
-                     executor=args.executor, batch_size=args.batch_size,
-                     input_shapes=_shapes(args.input_shape),
-                     progress="none" if args.quiet else args.progress,
-                     plot=False if args.no_plot else (args.plot or True), seed=args.seed,
-                     log=(lambda line: None) if args.quiet else
-                     (lambda line: print(line, flush=True)))
+    measurer = None
+    if args.no_cache_flush:
+        from tensorforge.autotune.tune_tasks import make_measurer
+        from tensorforge.target import Target
+        from tensorforge.tir.transform.pipeline import is_gpu
+
+        measurer = make_measurer(args.executor, cache_flush=False,
+                                 timeout=60.0 if is_gpu(Target.coerce(args.target)) else 10.0)
+    try:
+        res = tune_model(args.model, args.target, db=args.db, n_trials=args.trials,
+                         tuner=args.tuner, time_budget=budget, early_stopping=args.early_stopping,
+                         executor=args.executor, batch_size=args.batch_size,
+                         input_shapes=_shapes(args.input_shape),
+                         progress="none" if args.quiet else args.progress,
+                         plot=False if args.no_plot else (args.plot or True), seed=args.seed,
+                         measurer=measurer,
+                         log=(lambda line: None) if args.quiet else
+                         (lambda line: print(line, flush=True)))
+    finally:
+        if measurer is not None:
+            measurer.close()
     if not args.quiet:
         print("\n".join(summary_lines(res.states)))
     errs = ", ".join(f"{k} {n}" for k, n in sorted(res.errors.items()))
