@@ -253,3 +253,23 @@ def test_compile_opens_the_tuning_database_read_only(tforge, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "tuning records of" in r.stdout and "readonly" not in r.stderr
     assert after[db.name] == before[db.name]
+
+
+def test_cpu_candidates_are_timed_after_cache_sweeps_unless_told_not_to(tforge, tmp_path):
+    """By default each timed call follows a cache sweep (a tiny kernel: up to 10 x 5 single
+    calls recorded); --no-cache-flush records 5 warm back-to-back timings."""
+    import json
+
+    model = tiny_onnx(tmp_path / "tiny.onnx")
+    counts = {}
+    for flag in ("", "--no-cache-flush"):
+        db = tmp_path / f"t{flag}.db"
+        r = _tune(tforge, model, db, "--trials", "2", "--tuner", "random", "--no-plot",
+                  *([flag] if flag else []))
+        assert r.returncode == 0, r.stderr
+        with sqlite3.connect(db) as c:
+            counts[flag] = {len(json.loads(row[0])) for row in c.execute(
+                "SELECT costs FROM records WHERE error_class IS NULL")}
+    # single calls: up to 50, fewer only if a first call took over 4 ms (a loaded machine)
+    assert min(counts[""]) > 5 and max(counts[""]) <= 50, counts
+    assert counts["--no-cache-flush"] == {5}, counts
