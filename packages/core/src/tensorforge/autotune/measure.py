@@ -122,14 +122,25 @@ FLUSH_MAX_CALLS = 10
 def _flush_cache() -> None:
     """Sweep a buffer larger than the last-level cache, so the next call finds its weights
     and outputs in memory, as a kernel does inside a model (its weights were last read a
-    whole inference ago). Timed back to back, a kernel finds them in L2/L3 instead, and a
-    config that prefetches weights (which pays only when they are far) looks slower than one
-    that does not: tuned that way, ResNet-18's 512-channel 3x3 convs ran 25% slower in the
-    model (docs/tuning.md). TVM's ``enable_cpu_cache_flush`` answers the same problem."""
+    whole inference ago); `run_job` then reads the first argument back in (`_warm`: a
+    model's previous kernel has just written it). Timed back to back, a kernel finds its
+    weights in L2/L3 instead, and a config that prefetches weights (which pays only when
+    they are far) looks slower than one that does not: tuned that way, ResNet-18's
+    512-channel 3x3 convs ran 25% slower in the model. With the input swept out too,
+    MobileNetV2's early layers (large inputs, small weights) looked memory-bound: configs
+    estimated 20% faster ran no faster in the model (docs/tuning.md). TVM's
+    ``enable_cpu_cache_flush`` flushes every argument but the first for the same reasons."""
     global _FLUSH
     if _FLUSH is None:
         _FLUSH = np.zeros(64 << 20 >> 3)  # 64 MiB, larger than the last-level cache
     _FLUSH += 1.0
+
+
+def _warm(a: np.ndarray) -> None:
+    """Read one element of every cache line of `a` (the kernel's data input, which the
+    previous kernel of a model has just written: it is in the cache, unlike the weights)."""
+    flat = a.reshape(-1)
+    np.add.reduce(flat[::max(1, 64 // flat.itemsize)], dtype=np.float64)
 
 
 def run_job(payload: dict[str, Any]) -> dict[str, Any]:
@@ -177,6 +188,7 @@ def run_job(payload: dict[str, Any]) -> dict[str, Any]:
     for _ in range(repeat):
         if payload["flush_cache"]:
             _flush_cache()
+            _warm(arrays[0])
         t0 = time.perf_counter()
         for _ in range(number):
             mod(*arrays)
