@@ -91,6 +91,8 @@ def test_cache_flush_sweeps_before_every_timed_call(llvm_target, monkeypatch) ->
     art = measure.build_job({"task": task.to_json(), "index": idx})
     sweeps: list[int] = []
     monkeypatch.setattr(measure, "_flush_cache", lambda: sweeps.append(1))
+    warmed: list[tuple] = []  # the data input is read back in after each sweep
+    monkeypatch.setattr(measure, "_warm", lambda a: warmed.append(a.shape))
 
     def payload(flush: bool) -> dict:
         return {"artifact": art, "seed": 0, "ref": None, "rtol": 1e-3, "number": 3,
@@ -98,9 +100,11 @@ def test_cache_flush_sweeps_before_every_timed_call(llvm_target, monkeypatch) ->
 
     out = measure.run_job(payload(True))
     assert 5 <= len(out["costs"]) <= 50 and len(sweeps) == len(out["costs"])
+    assert warmed == [tuple(art["specs"][0][0])] * len(sweeps)
     sweeps.clear()
+    warmed.clear()
     out = measure.run_job(payload(False))
-    assert len(out["costs"]) == 5 and not sweeps
+    assert len(out["costs"]) == 5 and not sweeps and not warmed
     with make_measurer(n_parallel=1) as m:
         assert m.runner.flush_cache
     with make_measurer(n_parallel=1, cache_flush=False) as m:
