@@ -108,8 +108,8 @@ def measure(path: Path, threads: int, rounds: int, target_extra: str = "",
     with _Fifo(fifo):
         times = _rounds(runs, rounds, phased)
         kernel_ms, node_ms = kernel_sums(cm, path, threads, x, max(5, rounds // 2))
-        tuned_kernel_ms = (sum(k["median"] for k in tuned.profile(x, repeat=max(5, rounds // 2)))
-                           * 1e3 if tuned is not None else None)
+        tuned_kernel_ms = (our_kernel_ms(tuned, x, max(5, rounds // 2))
+                           if tuned is not None else None)
     generic = sum(1 for k in cm.desc["kernels"] if not k["schedule"].startswith("strategy")
                   and any(s in k["master"] for s in ("conv", "dense", "pool")))
     row = {"model": model, "threads": threads,
@@ -162,6 +162,11 @@ def _ratio(a: list[float], b: list[float], phased: bool) -> float:
     return statistics.median(x / y for x, y in pairs)
 
 
+def our_kernel_ms(cm, x: dict, repeat: int) -> float:
+    """The sum of a compiled model's per-kernel medians over `repeat` runs, in ms."""
+    return sum(k["median"] for k in cm.profile(x, repeat=repeat)) * 1e3
+
+
 def kernel_sums(cm, path: Path, threads: int, x: dict, repeat: int) -> tuple[float, float]:
     """(sum of our per-kernel medians, sum of ORT's per-node medians) in ms over `repeat`
     runs each: what the kernels cost without the time the OS took between them (on a loaded
@@ -170,7 +175,7 @@ def kernel_sums(cm, path: Path, threads: int, x: dict, repeat: int) -> tuple[flo
 
     import onnxruntime as ort
 
-    ours = sum(k["median"] for k in cm.profile(x, repeat=repeat)) * 1e3
+    ours = our_kernel_ms(cm, x, repeat)
     so = ort.SessionOptions()
     so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
     so.enable_profiling = True

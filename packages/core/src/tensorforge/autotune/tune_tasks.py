@@ -142,18 +142,21 @@ def tune_tasks(tasks: Sequence[Task], target: Any,
                plot: str | os.PathLike[str] | bool | None = True, seed: int = 0,
                measurer: Measurer | None = None,
                callbacks: Sequence[Callable[[SchedulerProgress], None]] = (),
-               log: Callable[[str], None] = print) -> TuneModelResult:
+               log: Callable[[str], None] = print,
+               cache_flush: bool = True) -> TuneModelResult:
     """Tune ``tasks`` (of ``target``, weighted by how often each runs) into ``db`` under one
     budget: ``n_trials`` new trials at most (records already in ``db`` are used, not
     repeated, and reported apart as ``earlier``); ``plot`` True writes the curves next to the
-    database (``<db>-curves.png``), a path writes them there; ``log`` takes the notes."""
+    database (``<db>-curves.png``), a path writes them there; ``log`` takes the notes;
+    ``cache_flush``: of the default measurer (``make_measurer``; a given one keeps its own)."""
     from ..target import Target
 
     tgt = Target.coerce(target)
     database = db if isinstance(db, Database) else Database(db)
     try:
         return _tune(list(tasks), tgt, database, n_trials, tuner, time_budget, early_stopping,
-                     executor, batch_size, progress, plot, seed, measurer, callbacks, log)
+                     executor, batch_size, progress, plot, seed, measurer, callbacks, log,
+                     cache_flush)
     finally:
         if not isinstance(db, Database):
             database.close()
@@ -164,13 +167,14 @@ def _tune(tasks: list[Task], tgt: Any, database: Database, n_trials: int | None,
           batch_size: int, progress: str, plot: str | os.PathLike[str] | bool | None,
           seed: int, measurer: Measurer | None,
           callbacks: Sequence[Callable[[SchedulerProgress], None]],
-          log: Callable[[str], None]) -> TuneModelResult:
+          log: Callable[[str], None], cache_flush: bool) -> TuneModelResult:
     from ..tir.transform.pipeline import is_gpu
     from .report import make_display, plot_curves
 
     own = measurer is None
     # a device compiles each kernel at its first launch (pocl: seconds for a big one)
-    measurer = measurer or make_measurer(executor, timeout=60.0 if is_gpu(tgt) else 10.0)
+    measurer = measurer or make_measurer(executor, timeout=60.0 if is_gpu(tgt) else 10.0,
+                                         cache_flush=cache_flush)
     display = make_display(progress) if progress != "none" else None
     path = None
     try:

@@ -146,27 +146,15 @@ def run_tune(args: argparse.Namespace) -> int:
               "task is measured (Ctrl-C stops; the records are kept)", file=sys.stderr)
     if not (args.executor in ("local", "ray") or args.executor.startswith("ray://")):
         raise TensorforgeError(f"--executor {args.executor!r}: use local, ray or ray://ADDRESS")
-    measurer = None
-    if args.no_cache_flush:
-        from tensorforge.autotune.tune_tasks import make_measurer
-        from tensorforge.target import Target
-        from tensorforge.tir.transform.pipeline import is_gpu
-
-        measurer = make_measurer(args.executor, cache_flush=False,
-                                 timeout=60.0 if is_gpu(Target.coerce(args.target)) else 10.0)
-    try:
-        res = tune_model(args.model, args.target, db=args.db, n_trials=args.trials,
-                         tuner=args.tuner, time_budget=budget, early_stopping=args.early_stopping,
-                         executor=args.executor, batch_size=args.batch_size,
-                         input_shapes=_shapes(args.input_shape),
-                         progress="none" if args.quiet else args.progress,
-                         plot=False if args.no_plot else (args.plot or True), seed=args.seed,
-                         measurer=measurer,
-                         log=(lambda line: None) if args.quiet else
-                         (lambda line: print(line, flush=True)))
-    finally:
-        if measurer is not None:
-            measurer.close()
+    res = tune_model(args.model, args.target, db=args.db, n_trials=args.trials,
+                     tuner=args.tuner, time_budget=budget, early_stopping=args.early_stopping,
+                     executor=args.executor, batch_size=args.batch_size,
+                     input_shapes=_shapes(args.input_shape),
+                     progress="none" if args.quiet else args.progress,
+                     plot=False if args.no_plot else (args.plot or True), seed=args.seed,
+                     cache_flush=not args.no_cache_flush,
+                     log=(lambda line: None) if args.quiet else
+                     (lambda line: print(line, flush=True)))
     if not args.quiet:
         print("\n".join(summary_lines(res.states)))
     errs = ", ".join(f"{k} {n}" for k, n in sorted(res.errors.items()))
