@@ -83,10 +83,48 @@ def _resnet18_path() -> str:
     return str(path)
 
 
+FAMILIES = Path(os.environ.get("TENSORFORGE_MODEL_CACHE",
+                               Path(__file__).resolve().parent / ".models"))
+
+
+def _family_task(model: str, label: str) -> Any:
+    """The graph task of torchvision ``model`` (the cache of ``export_torchvision.py``) whose
+    label (``str(task)``'s first part, e.g. ``conv2d_nchwc+relu 1x16x56x56x16->...``) is
+    ``label``."""
+    from tensorforge.compiler.model_tuning import extract_tasks
+
+    path = FAMILIES / f"{model}.onnx"
+    if not path.exists():
+        raise SystemExit(f"{path} is missing: run `benchmarks/export_torchvision.py` first "
+                         "(torch and torchvision in a separate venv: its docstring says how)")
+    found = [t for t in extract_tasks(str(path), TARGET) if str(t).startswith(f"Task({label},")]
+    if not found:
+        raise SystemExit(f"{model} has no task {label!r} on {TARGET} (layouts differ by "
+                         "machine: the vector width sets the channel blocks)")
+    return found[0]
+
+
+#: issue 15's spaces: 1x1 convs with the GEMM forms, a grouped conv, from the torchvision
+#: families (ResNet-50, ResNeXt-50, MobileNetV2); NCHW16c as on an AVX2 or AVX-512 machine
+FAMILY_TASKS = {
+    "r50 1x1 256->64 56x56 (graph)": ("resnet50", "conv2d_nchwc+relu 1x16x56x56x16->1x4x56x56x16"),
+    "r50 1x1 64->256 +add 56x56 (graph)": (
+        "resnet50", "conv2d_nchwc+add+relu 1x4x56x56x16->1x16x56x56x16"),
+    "r50 1x1 1024->256 14x14 (graph)": (
+        "resnet50", "conv2d_nchwc+relu 1x64x14x14x16->1x16x14x14x16"),
+    "resnext 3x3 g32 28x28 (graph)": (
+        "resnext50_32x4d", "conv2d_nchwc+relu 1x32x28x28x8->1x32x28x28x8"),
+    "mbv2 1x1 32->192 28x28 (graph)": (
+        "mobilenet_v2", "conv2d_nchwc+clip 1x2x28x28x16->1x12x28x28x16"),
+}
+
+
 def make_tasks() -> dict[str, Callable[[], Any]]:
     """Name -> a function making the task (graph tasks need a model file)."""
     from tensorforge.autotune import Task
 
+    family = {name: (lambda m=m, label=label: _family_task(m, label))
+              for name, (m, label) in FAMILY_TASKS.items()}
     return {
         "matmul 512^3": lambda: Task("matmul_packed.llvm", (512, 512, 512), TARGET),
         "conv 3x3 64->64 56x56": lambda: _conv(64, 56, 64, 3, 1),
@@ -95,7 +133,7 @@ def make_tasks() -> dict[str, Callable[[], Any]]:
         "r18 stem conv (graph)": lambda: _graph_task(_resnet18_path(), "conv2d_nchwc+relu"),
         "dense 64x512->1000 (graph)": lambda: _graph_task(
             _dense_model(str(TABLES / "dense64.onnx"), 64, 512, 1000), "dense_packed"),
-    }
+    } | family
 
 
 # ---- measuring a table -------------------------------------------------------------------------

@@ -54,11 +54,26 @@ def _calibration(n: int = 4, seed: int = 1) -> list[dict[str, np.ndarray]]:
     return [{"x": rng.standard_normal(SHAPE).astype("float32")} for _ in range(n)]
 
 
+def _ort_int8_is_exact() -> bool:
+    """ORT's fused u8s8 convolutions are exact only with VNNI: on AVX2 without it they use
+    `vpmaddubsw`, whose int16 sums of product pairs saturate (ORT's quantization docs), and
+    outputs land up to 8 steps off on `_small_net` (seen on an AMD EPYC, AVX2 only)."""
+    from tensorforge.runtime.cpu_features import cpuinfo_flags
+
+    flags = cpuinfo_flags() or set()
+    return bool({"avx512_vnni", "avx_vnni"} & flags) or "avx2" not in flags
+
+
 def _ort(m: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    """ONNX Runtime's int8 run where it is exact; otherwise its unfused QDQ path (dequantize,
+    float op, quantize: graph optimizations off), which is exact (bit-equal to ours on
+    `_small_net`, where the fused kernels are 3-8 steps off)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
+    if not _ort_int8_is_exact():
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
     return sess.run(None, feeds)[0]
 

@@ -72,7 +72,7 @@ def test_padded_shufflenet_units_match_numpy(llvm_target, c: int, hw: int, pad: 
 
 def test_narrow_channels_become_whole_vectors(llvm_target) -> None:
     """58 channels (no block divides them) and 116 (blocks of 4 on 16 lanes) run in blocks
-    of 16 with the padding carried through concat, shuffle and slices: no layout transform
+    of one vector with the padding carried through concat, shuffle and slices: no layout transform
     but the network input's and the flatten's; off, the 58-channel layers stay NCHW."""
     from tensorforge.graph.passes.layout_nchwc import count_layout_transforms
     from tensorforge.ops.schedule_generic import vector_lanes
@@ -87,7 +87,8 @@ def test_narrow_channels_become_whole_vectors(llvm_target) -> None:
                   if n.op in ("conv2d_nchwc", "depthwise_conv2d_nchwc")}
         shuffles = [n for n in opt.nodes if n.op == "channel_shuffle"]
         if lanes >= 8:  # 58 -> 64 and 116 -> 128 slots (under 1/8 more)
-            assert blocks == {lanes}, blocks
+            # whole vectors; the 32-channel stem may take 2-vector blocks (AVX2: 16)
+            assert lanes in blocks and all(b % lanes == 0 for b in blocks), blocks
             assert all(n.attrs.get("padded") == (c, -(-c // lanes) * lanes) for n in shuffles)
             assert count_layout_transforms(opt) == 2
         off = optimize(g, Target.coerce(f"{llvm_target} -pad-channels=off"))

@@ -22,6 +22,7 @@ from tensorforge_llvm.strategies import (
     _lanes,
     default_conv_tile,
     default_reduce_order,
+    register_file,
     schedule_conv2d_nchwc,
 )
 
@@ -74,8 +75,11 @@ def _case(target, n: int, c: int, o: int, hw: tuple[int, int], k: int, stride: i
 ])
 def test_every_row_tile_computes_the_same_conv(llvm_target, n, c, o, hw, k, stride,
                                                pad) -> None:
-    """Blocks of two vectors (the rule's case on any host); every `tile_oh` (and for 1x1,
-    `gemm_tile_oh` in the GEMM form) of the tuning space against numpy."""
+    """Blocks of two vectors (the rule's case); every `tile_oh` (and for 1x1, `gemm_tile_oh`
+    in the GEMM form) of the tuning space against numpy."""
+    if register_file(llvm_target) < 32:
+        pytest.skip("with 16 vector registers (AVX2) a register tile spans one row: the tuning "
+                    "space has no row tiles to check (they need AVX-512 or AArch64)")
     bn = 2 * _lanes(llvm_target)
     c, o = c * bn, o * bn
     (d, wt, b, z), (dv, wv, bv), want, sp = _case(llvm_target, n, c, o, hw, k, stride, pad, bn)
