@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FLAT_MAX_BLOCKS", "FLAT_MIN_GAIN", "GEMM_ONE_BLOCK_MAX_OW", "L2_REREAD_BYTES",
+__all__ = ["FLAT_MAX_BLOCKS", "FLAT_MIN_GAIN", "GEMM_ONE_BLOCK_MAX_OW", "GEMM_ONE_BLOCK_MAX_OW_16",
+           "L2_REREAD_BYTES",
            "ROWS_MAX_LOADS_PER_FMA", "default_gemm_tile", "define_gemm_knobs", "flat_tiles",
            "gemm_tile_rows", "is_flat", "is_pointwise", "oc_outer_default", "pixel_extents",
            "prefer_flat", "prefer_gemm", "schedule_conv1x1_gemm"]
@@ -109,12 +110,18 @@ def prefer_gemm(ow: int, oc_chunks: int, oc_bn: int, lanes: int, regs: int,
     `GEMM_ONE_BLOCK_MAX_OW` pixels. On this Xeon (in-model, ResNet-50/MobileNetV2/RegNet):
     two or more 1-vector blocks per tile 95-143 GFLOP/s vs 67-121 direct; one 2-vector block
     x 14 pixels on 28- and 14-pixel rows 106-134 vs 99-128, but on 56-pixel rows 84-112 vs
-    106-123; where the tiles tie (7-pixel rows) the forms measured the same."""
+    106-123; where the tiles tie (7-pixel rows) the forms measured the same. With 16
+    registers (AVX2) one block (of 2 vectors: 6 pixels GEMM, guarded, vs 4 or fewer direct)
+    only up to `GEMM_ONE_BLOCK_MAX_OW_16` pixels: on an AMD EPYC, ResNeXt-50's 28-pixel
+    rows 29-34 GFLOP/s GEMM vs 49-63 direct (4 pixels); on 14- and 7-pixel rows, where the
+    direct tile is 2 pixels or guarded, GEMM 7.1 vs 12.4 ms (1024->1024, 14x14) and 4.6 vs
+    5.7 ms (7x7) in the model."""
     from .strategies import default_tile_ow
 
     vecs = max(1, oc_bn // lanes)
     tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs, max_blocks)
-    if to == 1 and ow > GEMM_ONE_BLOCK_MAX_OW and oh > 1:
+    max_ow = GEMM_ONE_BLOCK_MAX_OW if regs >= 32 else GEMM_ONE_BLOCK_MAX_OW_16
+    if to == 1 and ow > max_ow and oh > 1:
         return False
     th = gemm_tile_rows(oh, ow, tw, to, vecs, regs, rows_policy)
     return th * tw * to > default_tile_ow(ow, oc_bn, lanes, regs)
@@ -125,6 +132,8 @@ FLAT_MAX_BLOCKS = 5
 
 #: one-block GEMM tiles only on rows up to this many pixels (see `prefer_gemm`)
 GEMM_ONE_BLOCK_MAX_OW = 28
+#: the same with 16 vector registers (AVX2)
+GEMM_ONE_BLOCK_MAX_OW_16 = 14
 
 #: bytes a re-read set may take and still count as an L2 hit (a quarter of a DRAM byte)
 L2_REREAD_BYTES = 1 << 20
@@ -271,8 +280,13 @@ def schedule_conv1x1_gemm(s: Any, out: Any, conv: Any, cfg: Any, target: Any) ->
     rows_axes = [oh] if oh is not None else []
     outer = [n, oco, *rows_axes, owo] if cfg["oc_outer"].val else [n, *rows_axes, owo, oco]
     out.reorder(*outer, *inner)
-    tail = flat and _ext(out.op.axis[2]) * _ext(out.op.axis[3]) % cfg["gemm_tile_ow"].size[1]
-    if tail:  # the pixel-tile loop stays a loop: loop_partition peels its guarded last tile
+    pixels = _ext(out.op.axis[3]) * (_ext(out.op.axis[2]) if flat else 1)
+    # a tile that does not divide the pixels (flat, or a row: AVX2's 6 pixels x 2 vectors on
+    # 28-pixel rows): the pixel-tile loop stays a loop and loop_partition peels its guarded
+    # last tile. Fused with the outer loops, every tile kept the guard: 29 vs 54 GFLOP/s on
+    # ResNeXt-50's 256->512 28x28 conv (AMD EPYC, AVX2).
+    tail = pixels % cfg["gemm_tile_ow"].size[1] and ohi is None
+    if tail:
         i = outer.index(owo)
         rows, at = out.fuse(*outer[:i]), outer[-1]
     else:
