@@ -111,16 +111,17 @@ def prefer_gemm(ow: int, oc_chunks: int, oc_bn: int, lanes: int, regs: int,
     two or more 1-vector blocks per tile 95-143 GFLOP/s vs 67-121 direct; one 2-vector block
     x 14 pixels on 28- and 14-pixel rows 106-134 vs 99-128, but on 56-pixel rows 84-112 vs
     106-123; where the tiles tie (7-pixel rows) the forms measured the same. With 16
-    registers (AVX2) one block (of 2 vectors: 6 pixels GEMM, guarded, vs 4 or fewer direct)
+    registers (AVX2) one block of 2 vectors (6 pixels GEMM, guarded, vs 4 or fewer direct)
     only up to `GEMM_ONE_BLOCK_MAX_OW_16` pixels: on an AMD EPYC, ResNeXt-50's 28-pixel
     rows 29-34 GFLOP/s GEMM vs 49-63 direct (4 pixels); on 14- and 7-pixel rows, where the
     direct tile is 2 pixels or guarded, GEMM 7.1 vs 12.4 ms (1024->1024, 14x14) and 4.6 vs
-    5.7 ms (7x7) in the model."""
+    5.7 ms (7x7) in the model. One-vector blocks keep the 28: ResNeXt-50's 512->256 28x28
+    in 8-channel blocks, GEMM 14 pixels 60 GFLOP/s vs direct 7 pixels 35."""
     from .strategies import default_tile_ow
 
     vecs = max(1, oc_bn // lanes)
     tw, to = default_gemm_tile(ow, oc_chunks, vecs, regs, max_blocks)
-    max_ow = GEMM_ONE_BLOCK_MAX_OW if regs >= 32 else GEMM_ONE_BLOCK_MAX_OW_16
+    max_ow = GEMM_ONE_BLOCK_MAX_OW if regs >= 32 or vecs == 1 else GEMM_ONE_BLOCK_MAX_OW_16
     if to == 1 and ow > max_ow and oh > 1:
         return False
     th = gemm_tile_rows(oh, ow, tw, to, vecs, regs, rows_policy)
