@@ -83,17 +83,15 @@ def _resnet18_path() -> str:
     return str(path)
 
 
-FAMILIES = Path(os.environ.get("TENSORFORGE_MODEL_CACHE",
-                               Path(__file__).resolve().parent / ".models"))
-
-
 def _family_task(model: str, label: str) -> Any:
     """The graph task of torchvision ``model`` (the cache of ``export_torchvision.py``) whose
     label (``str(task)``'s first part, e.g. ``conv2d_nchwc+relu 1x16x56x56x16->...``) is
     ``label``."""
+    from families_vs_ort import CACHE  # the export cache (TENSORFORGE_MODEL_CACHE)
+
     from tensorforge.compiler.model_tuning import extract_tasks
 
-    path = FAMILIES / f"{model}.onnx"
+    path = CACHE / f"{model}.onnx"
     if not path.exists():
         raise SystemExit(f"{path} is missing: run `benchmarks/export_torchvision.py` first "
                          "(torch and torchvision in a separate venv: its docstring says how)")

@@ -32,10 +32,9 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["FLAT_MAX_BLOCKS", "FLAT_MIN_GAIN", "GEMM_ONE_BLOCK_MAX_OW", "GEMM_ONE_BLOCK_MAX_OW_16",
-           "L2_REREAD_BYTES",
-           "ROWS_MAX_LOADS_PER_FMA", "default_gemm_tile", "define_gemm_knobs", "flat_tiles",
-           "gemm_tile_rows", "is_flat", "is_pointwise", "oc_outer_default", "pixel_extents",
-           "prefer_flat", "prefer_gemm", "schedule_conv1x1_gemm"]
+           "L2_REREAD_BYTES", "ROWS_MAX_LOADS_PER_FMA", "default_gemm_tile", "define_gemm_knobs",
+           "flat_tiles", "gemm_tile_rows", "is_flat", "is_pointwise", "oc_outer_default",
+           "pixel_extents", "prefer_flat", "prefer_gemm", "schedule_conv1x1_gemm"]
 
 def is_pointwise(conv_op: Any) -> bool:
     """A 1x1 convolution without padding (stride any), groups 1: the GEMM form applies."""
@@ -284,9 +283,9 @@ def schedule_conv1x1_gemm(s: Any, out: Any, conv: Any, cfg: Any, target: Any) ->
     pixels = _ext(out.op.axis[3]) * (_ext(out.op.axis[2]) if flat else 1)
     # a tile that does not divide the pixels (flat, or a row: AVX2's 6 pixels x 2 vectors on
     # 28-pixel rows): the pixel-tile loop stays a loop and loop_partition peels its guarded
-    # last tile. Fused with the outer loops, every tile kept the guard: 29 vs 54 GFLOP/s on
+    # last tile. Fused with the outer loops, every tile kept the guard: 7.1 vs 6.1 ms on
     # ResNeXt-50's 256->512 28x28 conv (AMD EPYC, AVX2).
-    tail = pixels % cfg["gemm_tile_ow"].size[1] and ohi is None
+    tail = ohi is None and pixels % cfg["gemm_tile_ow"].size[1] != 0
     if tail:
         i = outer.index(owo)
         rows, at = out.fuse(*outer[:i]), outer[-1]
