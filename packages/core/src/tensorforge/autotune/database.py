@@ -303,6 +303,18 @@ class Database:
             (task.key, d["template"], json.dumps(d["args"]), d["target"], d["module"],
              len(task.config_space), task.flop))
 
+    def retime(self, task_key: str, target: str, config_index: int,
+               costs: Sequence[float]) -> bool:
+        """Replace an error-free record's samples (and so its cost) with a later timing of
+        the same config (``confirm.confirm_best``); False if there is no such record."""
+        c = sorted(costs)
+        cur = self.conn.execute(
+            "UPDATE records SET costs = ?, cost = ?, timestamp = ? WHERE task_key = ? AND "
+            "target = ? AND config_index = ? AND error_class IS NULL",
+            (json.dumps(list(costs)), c[len(c) // 2], time.time(), task_key, str(target),
+             config_index))
+        return cur.rowcount > 0
+
     def add(self, rec: Record, owner: ClaimOwner | None = None,
             lease: float = DEFAULT_LEASE) -> bool:
         """Commit one record; False if that config of that task was already recorded. With

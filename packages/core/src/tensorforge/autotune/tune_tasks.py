@@ -12,11 +12,13 @@ from __future__ import annotations
 import math
 import os
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TensorforgeError
+from .confirm import ConfirmSummary, confirm_best
 from .database import Database
 from .executor import Executor, LocalExecutor
 from .measure import Builder, Measurer, Runner
@@ -89,6 +91,7 @@ class TuneModelResult:
     errors: dict[str, int] = field(default_factory=dict)
     earlier: int = 0  # records of the tasks in the database before this run
     duplicates: int = 0  # measurements another run had recorded first (claims prevent them)
+    confirmed: ConfirmSummary | None = None  # the best configs timed again (confirm.py)
 
     @property
     def latency_default(self) -> float:
@@ -100,6 +103,23 @@ class TuneModelResult:
     def latency_tuned(self) -> float:
         return sum(s.task.weight * min(s.best_cost, s.default_cost) for s in self.states
                    if math.isfinite(s.default_cost))
+
+
+#: the share of a time budget kept for confirming the best configs (``confirm.confirm_best``)
+CONFIRM_SHARE = 0.25
+
+
+def _states_from_records(states: list[Any], database: Database) -> None:
+    """After the confirmation, each task's best and default cost as the records now say."""
+    for st in states:
+        best = database.best(st.task.key, st.task.target_str)
+        if best is not None:
+            st.best_cost = best.cost
+        default = st.task.config_space.default_index
+        costs = [r.cost for r in database.records(st.task.key, st.task.target_str, ok_only=True)
+                 if r.config_index == default]
+        if costs:
+            st.default_cost = costs[0]
 
 
 def _defaults_from_records(states: list[Any], database: Database) -> None:
@@ -143,12 +163,14 @@ def tune_tasks(tasks: Sequence[Task], target: Any,
                measurer: Measurer | None = None,
                callbacks: Sequence[Callable[[SchedulerProgress], None]] = (),
                log: Callable[[str], None] = print,
-               cache_flush: bool = True) -> TuneModelResult:
+               cache_flush: bool = True, confirm: bool = True) -> TuneModelResult:
     """Tune ``tasks`` (of ``target``, weighted by how often each runs) into ``db`` under one
     budget: ``n_trials`` new trials at most (records already in ``db`` are used, not
     repeated, and reported apart as ``earlier``); ``plot`` True writes the curves next to the
     database (``<db>-curves.png``), a path writes them there; ``log`` takes the notes;
-    ``cache_flush``: of the default measurer (``make_measurer``; a given one keeps its own)."""
+    ``cache_flush``: of the default measurer (``make_measurer``; a given one keeps its own);
+    ``confirm``: time each task's best config again beside the default before it counts
+    (``confirm.confirm_best``; ``CONFIRM_SHARE`` of a time budget is kept for it)."""
     from ..target import Target
 
     tgt = Target.coerce(target)
@@ -156,7 +178,7 @@ def tune_tasks(tasks: Sequence[Task], target: Any,
     try:
         return _tune(list(tasks), tgt, database, n_trials, tuner, time_budget, early_stopping,
                      executor, batch_size, progress, plot, seed, measurer, callbacks, log,
-                     cache_flush)
+                     cache_flush, confirm)
     finally:
         if not isinstance(db, Database):
             database.close()
@@ -167,7 +189,7 @@ def _tune(tasks: list[Task], tgt: Any, database: Database, n_trials: int | None,
           batch_size: int, progress: str, plot: str | os.PathLike[str] | bool | None,
           seed: int, measurer: Measurer | None,
           callbacks: Sequence[Callable[[SchedulerProgress], None]],
-          log: Callable[[str], None], cache_flush: bool) -> TuneModelResult:
+          log: Callable[[str], None], cache_flush: bool, confirm: bool) -> TuneModelResult:
     from ..tir.transform.pipeline import is_gpu
     from .report import make_display, plot_curves
 
@@ -177,11 +199,20 @@ def _tune(tasks: list[Task], tgt: Any, database: Database, n_trials: int | None,
                                          cache_flush=cache_flush)
     display = make_display(progress) if progress != "none" else None
     path = None
+    budget = parse_duration(time_budget)
+    start = time.monotonic()
+    summary = None
     try:
-        sched = TaskScheduler(tasks, database, measurer, tuner, n_trials,
-                              parse_duration(time_budget), batch_size, early_stopping,
-                              seed=seed, callbacks=[*([display] if display else []), *callbacks])
+        search_budget = budget * (1 - CONFIRM_SHARE) if budget is not None and confirm \
+            else budget
+        sched = TaskScheduler(tasks, database, measurer, tuner, n_trials, search_budget,
+                              batch_size, early_stopping, seed=seed,
+                              callbacks=[*([display] if display else []), *callbacks])
         states = sched.tune()
+        if confirm and sched.new_trials:
+            summary = confirm_best(tasks, database, measurer,
+                                   None if budget is None else start + budget)
+            _states_from_records(states, database)
         _defaults_from_records(states, database)
     finally:
         if display is not None:
@@ -203,4 +234,4 @@ def _tune(tasks: list[Task], tgt: Any, database: Database, n_trials: int | None,
         for k, n in (st.session.errors if st.session else {}).items():
             errors[k] = errors.get(k, 0) + n
     return TuneModelResult(tasks, states, sched.stopped, sched.elapsed, sched.new_trials, path,
-                           errors, sched.earlier, sched.duplicates)
+                           errors, sched.earlier, sched.duplicates, summary)

@@ -126,6 +126,9 @@ def add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-cache-flush", action="store_true",
                    help="time CPU candidates back to back with warm caches (default: every "
                    "timed call starts with the caches swept, as inside a model)")
+    p.add_argument("--no-confirm", action="store_true",
+                   help="use each task's best record as timed in the search (default: the "
+                   "best configs are timed again beside the default first; docs/tuning.md)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=run_tune)
 
@@ -152,7 +155,7 @@ def run_tune(args: argparse.Namespace) -> int:
                      input_shapes=_shapes(args.input_shape),
                      progress="none" if args.quiet else args.progress,
                      plot=False if args.no_plot else (args.plot or True), seed=args.seed,
-                     cache_flush=not args.no_cache_flush,
+                     cache_flush=not args.no_cache_flush, confirm=not args.no_confirm,
                      log=(lambda line: None) if args.quiet else
                      (lambda line: print(line, flush=True)))
     if not args.quiet:
@@ -170,6 +173,8 @@ def run_tune(args: argparse.Namespace) -> int:
           f"{plural(res.new_trials, 'new trial')}{detail}{earlier}; estimated latency of the "
           f"tuned kernels{part} {res.latency_default * 1e3:.3f} ms -> "
           f"{res.latency_tuned * 1e3:.3f} ms")
+    if res.confirmed is not None:
+        print(res.confirmed.line())
     if res.plot:
         print(f"tuning curves: {res.plot}")
     return 0

@@ -69,12 +69,13 @@ def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = 
                measurer: Measurer | None = None,
                callbacks: Sequence[Callable[[SchedulerProgress], None]] = (),
                log: Callable[[str], None] = print,
-               cache_flush: bool = True) -> TuneModelResult:
+               cache_flush: bool = True, confirm: bool = True) -> TuneModelResult:
     """Tune every task of ``model`` on ``target`` into ``db``: ``n_trials`` new trials at
     most (records already in ``db`` are used, not repeated, and reported apart as
     ``earlier``); ``plot`` True writes the curves next to the database
     (``<db>-curves.png``), a path writes them there; ``cache_flush`` False times CPU
-    candidates with warm caches (``tune_tasks``)."""
+    candidates with warm caches, ``confirm`` False skips timing the best configs again
+    beside the default (``tune_tasks``)."""
     tgt = Target.coerce(target)
     tgt.kind.load_build()  # a target that cannot compile here: say so before any work
     check_device(tgt)  # nor one whose device is missing: candidates are timed on it
@@ -87,7 +88,7 @@ def tune_model(model: Any, target: Any, db: str | os.PathLike[str] | Database = 
             f"extracted in {time.monotonic() - t0:.1f} s; records go to {database.path}")
         return tune_tasks(tasks, tgt, database, n_trials, tuner, time_budget, early_stopping,
                           executor, batch_size, progress, plot, seed, measurer, callbacks, log,
-                          cache_flush=cache_flush)
+                          cache_flush=cache_flush, confirm=confirm)
     finally:
         if not isinstance(db, Database):
             database.close()
