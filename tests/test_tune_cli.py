@@ -4,6 +4,7 @@ written; `tforge compile --tuning-db` applies the records."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -66,7 +67,8 @@ def test_tune_then_compile(tforge, tmp_path):
     assert "3 tasks (3 kernels)" in out
     assert "conv2d_nchwc+relu" in out and "GFLOP/s" in out and "ETA" in out
     assert "stopped (trials)" in out and "10 new trials" in out
-    assert _count(db) == 10
+    assert re.search(r"confirmed \d+ tasks' best configs against the default \(\d+ kept", out)
+    assert _count(db) == 10  # confirming re-times records, it adds none
     png = tmp_path / "tiny-curves.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     pkg = tmp_path / "tiny.tfpkg"
@@ -257,7 +259,8 @@ def test_compile_opens_the_tuning_database_read_only(tforge, tmp_path):
 
 def test_cpu_candidates_are_timed_after_cache_sweeps_unless_told_not_to(tforge, tmp_path):
     """By default each timed call follows a cache sweep (a tiny kernel: up to 10 x 5 single
-    calls recorded); --no-cache-flush records 5 warm back-to-back timings."""
+    calls recorded); --no-cache-flush records 5 warm back-to-back timings. (--no-confirm:
+    a confirmed best config's record holds the samples of its re-timing instead.)"""
     import json
 
     model = tiny_onnx(tmp_path / "tiny.onnx")
@@ -265,7 +268,8 @@ def test_cpu_candidates_are_timed_after_cache_sweeps_unless_told_not_to(tforge, 
     for flag in ("", "--no-cache-flush"):
         db = tmp_path / f"t{flag}.db"
         r = _tune(tforge, model, db, "--trials", "2", "--tuner", "random", "--no-plot",
-                  *([flag] if flag else []))
+                  "--no-confirm", *([flag] if flag else []))
+        assert "best configs against the default" not in r.stdout
         assert r.returncode == 0, r.stderr
         with sqlite3.connect(db) as c:
             counts[flag] = {len(json.loads(row[0])) for row in c.execute(
