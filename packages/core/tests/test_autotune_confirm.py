@@ -72,12 +72,17 @@ def _db_with(task, costs):
     return db
 
 
-def test_a_lucky_best_loses_and_the_next_best_is_confirmed():
+def _confirm(recorded, true, **kw):
+    """A task whose search recorded ``recorded`` costs, confirmed against ``true`` ones."""
     task = _task()
+    db = _db_with(task, recorded)
+    m = LuckyMeasurer(true, **kw)
+    return task, db, m, confirm_best([task], db, m)
+
+
+def test_a_lucky_best_loses_and_the_next_best_is_confirmed():
     # recorded: config 1 looked best (0.5) but really costs 1.2; config 2 is really 0.9
-    db = _db_with(task, {0: 1.0, 1: 0.5, 2: 0.8, 3: 1.5})
-    m = LuckyMeasurer({0: 1.0, 1: 1.2, 2: 0.9, 3: 1.5})
-    s = confirm_best([task], db, m)
+    task, db, m, s = _confirm({0: 1.0, 1: 0.5, 2: 0.8, 3: 1.5}, {0: 1.0, 1: 1.2, 2: 0.9, 3: 1.5})
     assert db.best(task.key, task.target_str).config_index == 2
     assert db.best(task.key, task.target_str).cost == 0.9
     assert m.timed == [0, 1, 1, 0, 0, 2, 2, 0]  # ABBA pairs: drift falls on both
@@ -85,19 +90,15 @@ def test_a_lucky_best_loses_and_the_next_best_is_confirmed():
 
 
 def test_the_default_is_kept_when_no_config_beats_it_again():
-    task = _task()
-    db = _db_with(task, {0: 1.0, 1: 0.5, 2: 0.8, 3: 0.9})
-    m = LuckyMeasurer({0: 1.0, 1: 1.2, 2: 1.1, 3: 1.05})
-    s = confirm_best([task], db, m)
+    task, db, _, s = _confirm({0: 1.0, 1: 0.5, 2: 0.8, 3: 0.9},
+                              {0: 1.0, 1: 1.2, 2: 1.1, 3: 1.05})
     # three rounds at most: configs 1, 2 and 3 each lost to the default
     assert db.best(task.key, task.target_str).config_index == 0
     assert (s.confirmed, s.reverted) == (1, 1)
 
 
 def test_a_failed_retiming_leaves_the_records():
-    task = _task()
-    db = _db_with(task, {0: 1.0, 1: 0.5})
-    s = confirm_best([task], db, LuckyMeasurer({0: 1.0, 1: 1.2}, fail={1}))
+    task, db, _, s = _confirm({0: 1.0, 1: 0.5}, {0: 1.0, 1: 1.2}, fail={1})
     best = db.best(task.key, task.target_str)
     assert (best.config_index, best.cost) == (1, 0.5) and s.confirmed == 1
 

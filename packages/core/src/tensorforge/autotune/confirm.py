@@ -47,17 +47,10 @@ class ConfirmSummary:
 def _gain(task: Any, database: Database) -> float:
     """Weight x (default cost - best cost) from the records; 0 where either is missing."""
     best = database.best(task.key, task.target_str)
-    default = _record(database, task, task.config_space.default_index)
+    default = database.record(task.key, task.target_str, task.config_space.default_index)
     if best is None or default is None:
         return 0.0
     return task.weight * max(0.0, default.cost - best.cost)
-
-
-def _record(database: Database, task: Any, index: int) -> Any:
-    for rec in database.records(task.key, task.target_str, ok_only=True):
-        if rec.config_index == index:
-            return rec
-    return None
 
 
 def confirm_best(tasks: Sequence[Any], database: Database, measurer: Any,
@@ -65,8 +58,8 @@ def confirm_best(tasks: Sequence[Any], database: Database, measurer: Any,
     """Time each task's best config again beside the default (see the module docstring) and
     write the pooled samples into both records; ``deadline`` is a ``time.monotonic()``."""
     summary = ConfirmSummary()
-    todo = [t for t in tasks if _gain(t, database) > 0]
-    todo.sort(key=lambda t: -_gain(t, database))
+    gains = {t.key: _gain(t, database) for t in tasks}
+    todo = sorted((t for t in tasks if gains[t.key] > 0), key=lambda t: -gains[t.key])
     for n, task in enumerate(todo):
         if deadline is not None and time.monotonic() >= deadline:
             summary.skipped = len(todo) - n

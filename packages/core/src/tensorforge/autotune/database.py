@@ -117,10 +117,13 @@ class Record:
 
     @property
     def cost(self) -> float:
-        if not self.ok:
-            return math.inf
-        c = sorted(self.costs)
-        return c[len(c) // 2]
+        return _median(self.costs) if self.ok else math.inf
+
+
+def _median(costs: Sequence[float]) -> float:
+    """A record's cost: the upper median of its samples."""
+    c = sorted(costs)
+    return c[len(c) // 2]
 
 
 class Database:
@@ -307,11 +310,10 @@ class Database:
                costs: Sequence[float]) -> bool:
         """Replace an error-free record's samples (and so its cost) with a later timing of
         the same config (``confirm.confirm_best``); False if there is no such record."""
-        c = sorted(costs)
         cur = self.conn.execute(
             "UPDATE records SET costs = ?, cost = ?, timestamp = ? WHERE task_key = ? AND "
             "target = ? AND config_index = ? AND error_class IS NULL",
-            (json.dumps(list(costs)), c[len(c) // 2], time.time(), task_key, str(target),
+            (json.dumps(list(costs)), _median(costs), time.time(), task_key, str(target),
              config_index))
         return cur.rowcount > 0
 
@@ -435,6 +437,14 @@ class Database:
             "SELECT config_index FROM records WHERE task_key = ? AND target = ?",
             (task_key, str(target)))
         return {r[0] for r in rows}
+
+    def record(self, task_key: str, target: str, config_index: int) -> Record | None:
+        """The error-free record of one config of a task, or None."""
+        row = self.conn.execute(
+            f"SELECT {self._COLS} FROM records WHERE task_key = ? AND target = ? AND "
+            "config_index = ? AND error_class IS NULL AND cost IS NOT NULL",
+            (task_key, str(target), config_index)).fetchone()
+        return self._record(row) if row else None
 
     def best(self, task_key: str, target: str, k: int = 1) -> Record | list[Record] | None:
         """The fastest error-free record of a task (or the ``k`` fastest as a list)."""

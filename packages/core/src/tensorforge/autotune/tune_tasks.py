@@ -115,11 +115,10 @@ def _states_from_records(states: list[Any], database: Database) -> None:
         best = database.best(st.task.key, st.task.target_str)
         if best is not None:
             st.best_cost = best.cost
-        default = st.task.config_space.default_index
-        costs = [r.cost for r in database.records(st.task.key, st.task.target_str, ok_only=True)
-                 if r.config_index == default]
-        if costs:
-            st.default_cost = costs[0]
+        default = database.record(st.task.key, st.task.target_str,
+                                  st.task.config_space.default_index)
+        if default is not None:
+            st.default_cost = default.cost
 
 
 def _defaults_from_records(states: list[Any], database: Database) -> None:
@@ -129,11 +128,10 @@ def _defaults_from_records(states: list[Any], database: Database) -> None:
     for st in states:
         if math.isfinite(st.default_cost):
             continue
-        default = st.task.config_space.default_index
-        costs = [r.cost for r in database.records(st.task.key, st.task.target_str)
-                 if r.config_index == default and math.isfinite(r.cost)]
-        if costs:
-            st.default_cost = min(costs)
+        default = database.record(st.task.key, st.task.target_str,
+                                  st.task.config_space.default_index)
+        if default is not None:
+            st.default_cost = default.cost
 
 
 def check_device(tgt: Any) -> None:
