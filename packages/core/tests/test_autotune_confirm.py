@@ -12,7 +12,7 @@ from tensorforge.autotune.confirm import confirm_best
 from tensorforge.autotune.measure import MeasureResult
 from tensorforge.autotune.task import Task
 from tensorforge.autotune.template import template
-from tensorforge.autotune.tune_tasks import tune_tasks
+from tensorforge.autotune.tune_tasks import CONFIRM_SHARE, confirm_reserve, tune_tasks
 
 TARGET = "llvm -num-threads=1"
 
@@ -128,3 +128,10 @@ def test_tune_tasks_confirms_unless_told_not_to():
         assert (res.confirmed is not None) == confirm
         if confirm:
             assert res.states[0].best_cost == 0.8 and res.latency_tuned == 0.8
+
+
+def test_confirm_reserve_grows_with_the_task_count_up_to_half() -> None:
+    assert confirm_reserve(600, 10) == 600 * CONFIRM_SHARE  # few tasks: the floor
+    few, many = confirm_reserve(180, 26), confirm_reserve(180, 71)
+    assert few == 180 * CONFIRM_SHARE < many <= 90
+    assert confirm_reserve(60, 500) == 30  # never more than half the budget

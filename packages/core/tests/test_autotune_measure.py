@@ -109,3 +109,37 @@ def test_cache_flush_sweeps_before_every_timed_call(llvm_target, monkeypatch) ->
         assert m.runner.flush_cache
     with make_measurer(n_parallel=1, cache_flush=False) as m:
         assert not m.runner.flush_cache
+
+
+class _CountingExecutor(LocalExecutor):
+    """A local executor that counts the build jobs it runs."""
+
+    def __init__(self, n: int):
+        super().__init__(n, plugins=None)
+        self.built: list[int] = []
+
+    def map(self, fn, payloads, timeout, resource=None):
+        if fn.endswith(":build_job"):
+            self.built += [p["index"] for p in payloads]
+        return super().map(fn, payloads, timeout, resource)
+
+
+def test_builder_keeps_recent_builds_not_failures(llvm_target) -> None:
+    """A config built again (the confirmation times each pair twice) is not compiled again;
+    a failed build is tried again, and the oldest builds make room for new ones."""
+    task = Task("testing/faulty", (64,), "llvm -num-threads=1")
+    space = task.config_space
+    tile = space.knobs["tile"].default
+    ok, bad = (space.index_of_positions([tile, autotune_templates.FAULTS.index(f)])
+               for f in ("none", "raise"))
+    with _CountingExecutor(2) as ex:
+        b = Builder(timeout=30, executor=ex)
+        first = b.build(task, [ok, bad])
+        again = b.build(task, [bad, ok, ok])
+        assert ex.built == [ok, bad, bad]
+        assert again[1] is first[0] and again[2] is first[0] and again[0].artifact is None
+        b.KEEP = 1
+        other = space.index_of_positions([0, 0])
+        b.build(task, [other])
+        b.build(task, [ok])
+        assert ex.built == [ok, bad, bad, other, ok]

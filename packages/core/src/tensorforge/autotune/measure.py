@@ -24,6 +24,7 @@ import os
 import tempfile
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -206,23 +207,42 @@ def _error_of(res: JobResult, stage: str) -> tuple[str, str]:
 
 
 class Builder:
-    """Compiles candidates on an executor (default: a local pool of ``n_parallel``)."""
+    """Compiles candidates on an executor (default: a local pool of ``n_parallel``).
+
+    The last ``KEEP`` successful builds are kept: a config timed again (the default after
+    ``Measurer.reference``, the best and the default in ``confirm.confirm_best``, which
+    times each pair twice) is not compiled again; its ``time`` stays the first build's."""
+
+    KEEP = 16
 
     def __init__(self, timeout: float = 30.0, n_parallel: int | None = None,
                  executor: Executor | None = None):
         self.timeout = timeout
         self.executor = executor or LocalExecutor(n_parallel)
         self._own = executor is None
+        self._kept: OrderedDict[tuple[str, str, int], BuildResult] = OrderedDict()
 
     def build(self, task: Task, indices: Sequence[int]) -> list[BuildResult]:
-        payloads = [{"task": task.to_json(), "index": i} for i in indices]
-        out = []
-        for res in self.executor.map(f"{__name__}:build_job", payloads, self.timeout):
+        keys = [(task.key, task.target_str, int(i)) for i in indices]
+        todo = [i for i, k in zip(indices, keys) if k not in self._kept]
+        payloads = [{"task": task.to_json(), "index": i} for i in dict.fromkeys(todo)]
+        fresh = {}
+        for p, res in zip(payloads, self.executor.map(f"{__name__}:build_job", payloads,
+                                                      self.timeout)):
             if res.ok:
-                out.append(BuildResult(res.value, None, "", res.duration))
+                fresh[p["index"]] = BuildResult(res.value, None, "", res.duration)
             else:
                 cls, msg = _error_of(res, "build")
-                out.append(BuildResult(None, cls, msg, res.duration))
+                fresh[p["index"]] = BuildResult(None, cls, msg, res.duration)
+        out = []
+        for i, k in zip(indices, keys):
+            b = fresh.get(i) or self._kept[k]
+            if b.artifact is not None:
+                self._kept[k] = b
+                self._kept.move_to_end(k)
+            out.append(b)
+        while len(self._kept) > self.KEEP:
+            self._kept.popitem(last=False)
         return out
 
     def close(self) -> None:

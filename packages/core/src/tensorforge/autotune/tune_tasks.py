@@ -107,6 +107,16 @@ class TuneModelResult:
 
 #: the share of a time budget kept for confirming the best configs (``confirm.confirm_best``)
 CONFIRM_SHARE = 0.25
+#: seconds of confirmation a task needs: 1.0-1.2 s each for DenseNet-121's tasks at 1 thread
+#: on a 2-vCPU Zen 4 (two builds, four timed runs of 50 cache-swept calls, sometimes a
+#: second pair); a model of many tasks gets more than ``CONFIRM_SHARE``, up to half
+CONFIRM_TASK_S = 1.0
+
+
+def confirm_reserve(budget: float, n_tasks: int) -> float:
+    """Seconds of a ``budget`` kept for the confirmation of ``n_tasks`` tasks' best configs:
+    ``CONFIRM_SHARE`` of it, more for many tasks (``CONFIRM_TASK_S`` each), at most half."""
+    return budget * min(0.5, max(CONFIRM_SHARE, n_tasks * CONFIRM_TASK_S / max(budget, 1e-9)))
 
 
 def _states_from_records(states: list[Any], database: Database) -> None:
@@ -168,7 +178,7 @@ def tune_tasks(tasks: Sequence[Task], target: Any,
     database (``<db>-curves.png``), a path writes them there; ``log`` takes the notes;
     ``cache_flush``: of the default measurer (``make_measurer``; a given one keeps its own);
     ``confirm``: time each task's best config again beside the default before it counts
-    (``confirm.confirm_best``; ``CONFIRM_SHARE`` of a time budget is kept for it)."""
+    (``confirm.confirm_best``; ``confirm_reserve`` says how much of a time budget is kept)."""
     from ..target import Target
 
     tgt = Target.coerce(target)
@@ -201,8 +211,8 @@ def _tune(tasks: list[Task], tgt: Any, database: Database, n_trials: int | None,
     start = time.monotonic()
     summary = None
     try:
-        search_budget = budget * (1 - CONFIRM_SHARE) if budget is not None and confirm \
-            else budget
+        search_budget = budget - confirm_reserve(budget, len(tasks)) \
+            if budget is not None and confirm else budget
         sched = TaskScheduler(tasks, database, measurer, tuner, n_trials, search_budget,
                               batch_size, early_stopping, seed=seed,
                               callbacks=[*([display] if display else []), *callbacks])
