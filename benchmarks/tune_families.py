@@ -8,7 +8,7 @@ for `families_vs_ort.py --tuned DIR`.
 Each model runs `tforge tune MODEL --target T --time-budget B --db OUT/<model>.db` in its own
 process (what a user runs), one after another; a database that exists is resumed, as the CLI
 does. The wall time of each run (extracting the tasks included) and the CLI's closing line
-(trials, estimated kernel latency default -> tuned) go to OUT/summary.md."""
+(trials, estimated kernel latency default -> tuned; the tasks confirmed) go to OUT/summary.md."""
 
 from __future__ import annotations
 
@@ -46,8 +46,10 @@ def main(argv: list[str] | None = None) -> int:
         proc = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - t0
         (out / f"{name}.log").write_text(proc.stdout + proc.stderr)
-        last = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith(
-            "stopped")), f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}")
+        closing = [ln for ln in proc.stdout.splitlines() if ln.startswith(("stopped",
+                                                                             "confirmed"))]
+        last = "; ".join(closing) if closing else \
+            f"exit {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"
         lines.append(f"| {name} | {wall:.0f} | {last} |")
         print(lines[-1], flush=True)
     (out / "summary.md").write_text("\n".join(lines) + "\n")

@@ -272,3 +272,14 @@ def test_tune_tasks_runs_any_weighted_tasks(llvm_target, tmp_path):
     # the plot, or the note that says why there is none
     assert (res.plot is not None and (tmp_path / "t-curves.png").exists()) or \
         any("matplotlib" in n for n in notes)
+
+
+def test_scheduler_keeps_a_reserve_that_grows_with_the_tasks_measured(llvm_target):
+    """``reserve(n)`` (the confirmation's time, ``confirm_reserve``) shortens the search as
+    it reaches more tasks: here nothing is kept until two tasks are measured, then all."""
+    tasks = _tasks((64, 1e-3, 0.5, 1), (64, 1e-3, 0.5, 1), (64, 1e-3, 0.5, 1))
+    s = _sched(tasks, time_budget=1e6, reserve=lambda n: 1e6 if n >= 2 else 0.0)
+    assert s.search_budget() == 1e6
+    s.tune()
+    assert s.stopped == "time_budget" and [st.rounds for st in s.states] == [1, 1, 0]
+    assert s.search_budget() == 0.0

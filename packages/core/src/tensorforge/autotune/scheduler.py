@@ -16,7 +16,8 @@ a task far below what its siblings reach is worth more trials), with an ``eps_gr
 of random picks. Tasks whose space is exhausted, or that found nothing better in
 ``early_stopping`` trials, drop out. The run stops after ``n_trials`` new trials (records
 of earlier runs are kept, used and reported apart, so a killed run resumes without repeating
-a measurement), at ``time_budget`` seconds, or when no task is left. Every record is
+a measurement), at ``time_budget`` seconds (less the ``reserve`` kept for what follows the
+search), or when no task is left. Every record is
 committed to the database as it completes; runs sharing a database claim configs before
 measuring them (see ``tune.py``).
 """
@@ -117,9 +118,9 @@ class TaskScheduler:
                  backward_window: int = 3, eps_greedy: float = 0.05, seed: int = 0,
                  callbacks: Sequence[Callable[[SchedulerProgress], None]] = (),
                  check_correctness: bool = True, transfer: bool = True,
-                 **tuner_options: Any):
+                 reserve: Callable[[int], float] | None = None, **tuner_options: Any):
         self.db, self.measurer, self.tuner = db, measurer, tuner
-        self.n_trials, self.time_budget = n_trials, time_budget
+        self.n_trials, self.time_budget, self.reserve = n_trials, time_budget, reserve
         self.batch_size, self.early_stopping = max(1, batch_size), early_stopping
         self.alpha, self.beta, self.window = alpha, beta, max(1, backward_window)
         self.eps, self.rng = eps_greedy, random.Random(seed)
@@ -253,7 +254,8 @@ class TaskScheduler:
         self.stopped = "tasks_done"
         while True:
             self.elapsed = time.monotonic() - t0
-            if self.time_budget is not None and self.elapsed >= self.time_budget:
+            budget = self.search_budget()
+            if budget is not None and self.elapsed >= budget:
                 self.stopped = "time_budget"
                 break
             if self.n_trials is not None and self.new_trials >= self.n_trials:
@@ -272,10 +274,19 @@ class TaskScheduler:
         self._notify(-1, [], finished=True)
         return self.states
 
+    def search_budget(self) -> float | None:
+        """Seconds the search may take: the time budget less ``reserve(n)`` (the time kept
+        for what follows the search, e.g. confirming the best configs of the ``n`` tasks
+        measured so far, which grows as the search reaches more tasks)."""
+        if self.time_budget is None or self.reserve is None:
+            return self.time_budget
+        return self.time_budget - self.reserve(sum(math.isfinite(s.best_cost)
+                                                   for s in self.states))
+
     def _notify(self, i: int, batch: list[tuple[int, MeasureResult]],
                 finished: bool = False) -> None:
         prog = SchedulerProgress(self.states, i, batch, self.total(), self.n_trials,
-                                 self.elapsed, self.time_budget, finished, self.new_trials,
-                                 self.earlier)
+                                 self.elapsed, self.search_budget(), finished,
+                                 self.new_trials, self.earlier)
         for cb in self.callbacks:
             cb(prog)

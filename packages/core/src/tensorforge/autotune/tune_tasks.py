@@ -15,6 +15,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..errors import TensorforgeError
@@ -107,15 +108,16 @@ class TuneModelResult:
 
 #: the share of a time budget kept for confirming the best configs (``confirm.confirm_best``)
 CONFIRM_SHARE = 0.25
-#: seconds of confirmation a task needs: 1.0-1.2 s each for DenseNet-121's tasks at 1 thread
-#: on a 2-vCPU Zen 4 (two builds, four timed runs of 50 cache-swept calls, sometimes a
-#: second pair); a model of many tasks gets more than ``CONFIRM_SHARE``, up to half
-CONFIRM_TASK_S = 1.0
+#: seconds of confirmation a measured task needs: 1.0-1.5 s each on a 2-vCPU Zen 4 (two
+#: builds, four timed runs of up to 50 cache-swept calls, sometimes a second pair; the ten
+#: torchvision families at 1 and 2 threads); a search that reaches many tasks keeps more than
+#: ``CONFIRM_SHARE`` of its budget for them, up to half
+CONFIRM_TASK_S = 1.5
 
 
 def confirm_reserve(budget: float, n_tasks: int) -> float:
-    """Seconds of a ``budget`` kept for the confirmation of ``n_tasks`` tasks' best configs:
-    ``CONFIRM_SHARE`` of it, more for many tasks (``CONFIRM_TASK_S`` each), at most half."""
+    """Seconds of a ``budget`` kept for confirming the best configs of ``n_tasks`` measured
+    tasks: ``CONFIRM_SHARE`` of it, more for many (``CONFIRM_TASK_S`` each), at most half."""
     return budget * min(0.5, max(CONFIRM_SHARE, n_tasks * CONFIRM_TASK_S / max(budget, 1e-9)))
 
 
@@ -211,10 +213,11 @@ def _tune(tasks: list[Task], tgt: Any, database: Database, n_trials: int | None,
     start = time.monotonic()
     summary = None
     try:
-        search_budget = budget - confirm_reserve(budget, len(tasks)) \
-            if budget is not None and confirm else budget
-        sched = TaskScheduler(tasks, database, measurer, tuner, n_trials, search_budget,
-                              batch_size, early_stopping, seed=seed,
+        # the search stops early enough to confirm the tasks it has measured by then
+        reserve = partial(confirm_reserve, budget) if budget is not None and confirm \
+            else None
+        sched = TaskScheduler(tasks, database, measurer, tuner, n_trials, budget,
+                              batch_size, early_stopping, seed=seed, reserve=reserve,
                               callbacks=[*([display] if display else []), *callbacks])
         states = sched.tune()
         if confirm and sched.new_trials:
