@@ -220,10 +220,10 @@ class Builder:
         self.timeout = timeout
         self.executor = executor or LocalExecutor(n_parallel)
         self._own = executor is None
-        self._kept: OrderedDict[tuple[str, str, int], BuildResult] = OrderedDict()
+        self._kept: OrderedDict[tuple[str, int], BuildResult] = OrderedDict()
 
     def build(self, task: Task, indices: Sequence[int]) -> list[BuildResult]:
-        keys = [(task.key, task.target_str, int(i)) for i in indices]
+        keys = [(task.key, int(i)) for i in indices]  # a task's key covers its target
         todo = [i for i, k in zip(indices, keys) if k not in self._kept]
         payloads = [{"task": task.to_json(), "index": i} for i in dict.fromkeys(todo)]
         fresh = {}
@@ -236,7 +236,7 @@ class Builder:
                 fresh[p["index"]] = BuildResult(None, cls, msg, res.duration)
         out = []
         for i, k in zip(indices, keys):
-            b = fresh.get(i) or self._kept[k]
+            b = fresh[i] if i in fresh else self._kept[k]
             if b.artifact is not None:
                 self._kept[k] = b
                 self._kept.move_to_end(k)

@@ -17,9 +17,8 @@ of random picks. Tasks whose space is exhausted, or that found nothing better in
 ``early_stopping`` trials, drop out. The run stops after ``n_trials`` new trials (records
 of earlier runs are kept, used and reported apart, so a killed run resumes without repeating
 a measurement), at ``time_budget`` seconds (less the ``reserve`` kept for what follows the
-search), or when no task is left. Every record is
-committed to the database as it completes; runs sharing a database claim configs before
-measuring them (see ``tune.py``).
+search), or when no task is left. Every record is committed to the database as it
+completes; runs sharing a database claim configs before measuring them (see ``tune.py``).
 """
 
 from __future__ import annotations
@@ -94,7 +93,7 @@ class SchedulerProgress:
 
     @property
     def measured_tasks(self) -> int:
-        return sum(math.isfinite(s.best_cost) for s in self.states)
+        return _measured(self.states)
 
     @property
     def eta(self) -> float | None:
@@ -106,6 +105,11 @@ class SchedulerProgress:
             rate = self.elapsed / self.new_trials
             left.append(max(0, self.n_trials - self.new_trials) * rate)
         return min(left) if left else None
+
+
+def _measured(states: Sequence[TaskState]) -> int:
+    """Tasks with at least one measurement."""
+    return sum(math.isfinite(s.best_cost) for s in states)
 
 
 class TaskScheduler:
@@ -280,8 +284,7 @@ class TaskScheduler:
         measured so far, which grows as the search reaches more tasks)."""
         if self.time_budget is None or self.reserve is None:
             return self.time_budget
-        return self.time_budget - self.reserve(sum(math.isfinite(s.best_cost)
-                                                   for s in self.states))
+        return self.time_budget - self.reserve(_measured(self.states))
 
     def _notify(self, i: int, batch: list[tuple[int, MeasureResult]],
                 finished: bool = False) -> None:
