@@ -1,5 +1,5 @@
-"""The channel shuffle in NCHW[x]c (ShuffleNetV2, `channel_shuffle` with its fused concat or
-slices): every output lane reads its own source channel, in another block and lane, so a
+"""The channel shuffle in NCHW[x]c (ShuffleNetV2, `channel_shuffle` with its fused concat, or
+the split after it): every output lane reads its own source channel, in another block and lane, so a
 vector of output lanes is a gather. Loops: pixels outer (fused, parallel), the channel blocks
 unrolled inside, the lanes a vector: with the block index a constant in each unrolled copy,
 every lane's source is a constant offset from the pixel's address (no division or test at run
@@ -12,7 +12,7 @@ from typing import Any
 
 from tensorforge.te.tensor import ComputeOp, Tensor
 
-from .strategies import _ext, _parallel, single_output_schedule
+from .strategies import _cfg, _ext, _parallel
 
 __all__ = ["MAX_UNROLLED_BLOCKS", "schedule_channel_shuffle"]
 
@@ -22,24 +22,45 @@ MAX_UNROLLED_BLOCKS = 64
 
 def schedule_channel_shuffle(outs: list[Tensor] | Tensor, target: Any = None,
                              cfg: Any = None) -> Any:
-    """Pixels outer, channel blocks unrolled, lanes vectorized (see the module doc); NCHW
-    (4-D), many blocks or `unroll_blocks` off: the generic schedule."""
+    """Pixels outer, channel blocks unrolled, lanes vectorized (see the module doc), each
+    output alike: the shuffle's own output, or the parts of a `split` fused after it (a
+    Dynamo export's `split(shuffle(x))`, which the `split/lanes` strategy schedules). NCHW
+    (4-D) outputs, many blocks or `unroll_blocks` off: the generic schedule."""
+    from tensorforge import te
     from tensorforge.ops.schedule_generic import schedule_generic
 
-    s, out, cfg = single_output_schedule(outs, target, cfg, "schedule_channel_shuffle")
-    axes = list(out.op.axis)
-    blocked = len(axes) == 5 and _ext(axes[1]) <= MAX_UNROLLED_BLOCKS
+    outs = [outs] if isinstance(outs, Tensor) else list(outs)
+    cfg = _cfg(cfg, target)
+    blocked = all(len(o.shape) == 5 and _ext(o.op.axis[1]) <= MAX_UNROLLED_BLOCKS
+                  for o in outs if isinstance(o.op, ComputeOp))
     cfg.define_knob("unroll_blocks", [True, False] if blocked else [False], default=blocked)
     if not cfg["unroll_blocks"].val:
         return schedule_generic(outs, target)
+    s = te.create_schedule([o.op for o in outs])
+    out_ops = {o.op for o in outs}
     for st in s.stages:
-        if isinstance(st.op, ComputeOp) and st.op is not out.op:
+        if isinstance(st.op, ComputeOp) and st.op not in out_ops:
             st.compute_inline()
-    n, c, y, x, lane = axes
-    out.reorder(n, y, x, c, lane)
-    rows = out.fuse(n, y)
-    out.unroll(c)
-    out.vectorize(lane)
-    if _parallel(target):
-        out.parallel(rows)
+    for o in outs:
+        out = s[o]
+        n, c, y, x, lane = out.op.axis
+        out.reorder(n, y, x, c, lane)
+        rows = out.fuse(n, y)
+        out.unroll(c)
+        out.vectorize(lane)
+        if _parallel(target):
+            out.parallel(rows)
     return s
+
+
+def schedule_split(outs: list[Tensor] | Tensor, target: Any = None, cfg: Any = None) -> Any:
+    """A split group: where a channel shuffle feeds it (a stage named `channel_shuffle`),
+    `schedule_channel_shuffle` on its parts; any other split, the generic schedule."""
+    from tensorforge import te
+    from tensorforge.ops.schedule_generic import schedule_generic
+
+    outs = [outs] if isinstance(outs, Tensor) else list(outs)
+    stages = te.create_schedule([o.op for o in outs]).stages
+    if any(st.op.name.startswith("channel_shuffle") for st in stages):
+        return schedule_channel_shuffle(outs, target, cfg)
+    return schedule_generic(outs, target)
