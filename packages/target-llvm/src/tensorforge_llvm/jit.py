@@ -11,7 +11,7 @@ import ctypes.util
 import os
 import threading
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 import llvmlite.binding as llvm
@@ -161,11 +161,10 @@ def parse(ir_text: str, tm: llvm.TargetMachine) -> llvm.ModuleRef:
     return mod
 
 
-@cache  # every build asks (tuning builds thousands of candidates for one target)
 def enabled_features(opts: CPUOptions) -> frozenset[str]:
     """The checked CPU features (LLVM names) code built with `opts` may use: `-mcpu`'s and
-    `-mattr`'s, as `tensorforge.runtime.cpu_features` resolves them for packages."""
-    from tensorforge.runtime.cpu_features import required_features, triple_arch
+    `-mattr`'s, as `tensorforge.runtime.cpu_features` resolves them for packages (cached
+    there: every build asks)."""
+    from tensorforge.runtime.cpu_features import target_features
 
-    feats, _ = required_features(opts.mcpu, opts.mattr, triple_arch(opts.mtriple))
-    return frozenset(feats)
+    return target_features(opts.mcpu, opts.mattr, opts.mtriple)

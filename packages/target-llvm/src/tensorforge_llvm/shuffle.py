@@ -1,5 +1,5 @@
-"""The channel shuffle in NCHW[x]c (ShuffleNetV2, `channel_shuffle` with its fused concat, or
-the split after it): every output lane reads its own source channel, in another block and lane, so a
+"""The channel shuffle in NCHW[x]c (ShuffleNetV2, `channel_shuffle` with its fused concat, or the
+split after it): every output lane reads its own source channel, in another block and lane, so a
 vector of output lanes is a gather. Loops: pixels outer (fused, parallel), the channel blocks
 unrolled inside, the lanes a vector: with the block index a constant in each unrolled copy,
 every lane's source is a constant offset from the pixel's address (no division or test at run
@@ -14,7 +14,7 @@ from tensorforge.te.tensor import ComputeOp, Tensor
 
 from .strategies import _cfg, _ext, _parallel
 
-__all__ = ["MAX_UNROLLED_BLOCKS", "schedule_channel_shuffle"]
+__all__ = ["MAX_UNROLLED_BLOCKS", "schedule_channel_shuffle", "schedule_split"]
 
 #: channel blocks unrolled per pixel (beyond: the generic order, blocks outside the pixels)
 MAX_UNROLLED_BLOCKS = 64
@@ -32,7 +32,7 @@ def schedule_channel_shuffle(outs: list[Tensor] | Tensor, target: Any = None,
     outs = [outs] if isinstance(outs, Tensor) else list(outs)
     cfg = _cfg(cfg, target)
     blocked = all(len(o.shape) == 5 and _ext(o.op.axis[1]) <= MAX_UNROLLED_BLOCKS
-                  for o in outs if isinstance(o.op, ComputeOp))
+                  for o in outs)
     cfg.define_knob("unroll_blocks", [True, False] if blocked else [False], default=blocked)
     if not cfg["unroll_blocks"].val:
         return schedule_generic(outs, target)
@@ -54,13 +54,12 @@ def schedule_channel_shuffle(outs: list[Tensor] | Tensor, target: Any = None,
 
 
 def schedule_split(outs: list[Tensor] | Tensor, target: Any = None, cfg: Any = None) -> Any:
-    """A split group: where a channel shuffle feeds it (a stage named `channel_shuffle`),
-    `schedule_channel_shuffle` on its parts; any other split, the generic schedule."""
-    from tensorforge import te
+    """A split group: where a channel shuffle feeds it (the parts read a tensor named
+    `channel_shuffle`), `schedule_channel_shuffle` on its parts; any other split, the generic
+    schedule."""
     from tensorforge.ops.schedule_generic import schedule_generic
 
     outs = [outs] if isinstance(outs, Tensor) else list(outs)
-    stages = te.create_schedule([o.op for o in outs]).stages
-    if any(st.op.name.startswith("channel_shuffle") for st in stages):
+    if any(t.op.name.startswith("channel_shuffle") for o in outs for t in o.op.input_tensors):
         return schedule_channel_shuffle(outs, target, cfg)
     return schedule_generic(outs, target)

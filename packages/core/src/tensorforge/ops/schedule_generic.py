@@ -25,7 +25,6 @@ its elementwise epilogue, or an injective chain) and returns a Schedule:
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from ..te.tensor import ComputeOp, Tensor
@@ -40,22 +39,16 @@ def vector_lanes(target: Any, dtype: str = "float32") -> int:
     4). The features are `-mcpu`'s and `-mattr`'s together, as LLVM resolves them: a target
     that names a CPU without `-mattr` (`-mcpu=znver3`, the `amd/zen3` tag) gets that CPU's
     vectors, not SSE's."""
+    from ..runtime.cpu_features import target_features
+
     opts = getattr(target, "options", {}) or {}
-    feats = _cpu_features(str(opts.get("mcpu") or ""), str(opts.get("mattr") or ""),
+    feats = target_features(str(opts.get("mcpu") or ""), str(opts.get("mattr") or ""),
                           str(opts.get("mtriple") or ""))
     bits = 512 if "avx512f" in feats else 256 if ("avx2" in feats or "avx" in feats) else 128
     width = 4 if dtype in ("float32", "int32", "uint32") else 8 if "64" in dtype else 2
     if dtype in ("int8", "uint8", "bool"):
         width = 1
     return max(1, bits // 8 // width)
-
-
-@lru_cache(maxsize=64)
-def _cpu_features(mcpu: str, mattr: str, mtriple: str) -> frozenset[str]:
-    from ..runtime.cpu_features import required_features, triple_arch
-
-    feats, _ = required_features(mcpu, mattr, triple_arch(mtriple))
-    return frozenset(feats)
 
 
 def _threads(target: Any) -> int:

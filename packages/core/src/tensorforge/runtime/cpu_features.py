@@ -21,10 +21,11 @@ from __future__ import annotations
 import platform
 import sys
 from collections.abc import Iterable
+from functools import lru_cache
 
 __all__ = ["CHECKED", "CPUINFO_NAME", "CPU_FEATURES", "check_host", "cpuinfo_flags",
            "host_arch", "host_os", "missing_features", "normalize_arch", "required_features",
-           "triple_arch", "triple_os"]
+           "target_features", "triple_arch", "triple_os"]
 
 # -- names ---------------------------------------------------------------------------------------
 #: LLVM feature -> /proc/cpuinfo flag where the spellings differ (x86)
@@ -228,6 +229,14 @@ def required_features(mcpu: str, mattr: str, arch: str) -> tuple[list[str], bool
             feats.discard(f)
     checked = set(CHECKED.get(arch, ()))
     return sorted(feats & checked), known
+
+
+@lru_cache(maxsize=64)  # schedules and builds ask per kernel (tuning: thousands per target)
+def target_features(mcpu: str, mattr: str, mtriple: str) -> frozenset[str]:
+    """The checked features code for (`mcpu`, `mattr`) on `mtriple` (empty: this machine's
+    architecture) may use: `required_features`, cached."""
+    feats, _ = required_features(mcpu, mattr, triple_arch(mtriple))
+    return frozenset(feats)
 
 
 def missing_features(required: Iterable[str], arch: str,
